@@ -1,0 +1,26 @@
+import { z } from 'zod';
+
+/**
+ * Reads and validates a service's configuration from the environment at start-up, so a
+ * missing or malformed variable stops the process with a message naming it, instead of
+ * failing on the first request that needs it.
+ */
+export function loadConfig<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEnv = process.env): z.infer<S> {
+  const parsed = schema.safeParse(env);
+  if (parsed.success) return parsed.data;
+  const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(env)'}: ${i.message}`);
+  throw new Error(`invalid configuration:\n${lines.join('\n')}`);
+}
+
+/** Shared pieces of every service's environment. */
+export const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
+export const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info');
+
+/** Variables every Pier service reads. Services extend this with their own. */
+export const serviceEnv = z.object({
+  PIER_DATABASE_URL: z.string().url({ message: 'PIER_DATABASE_URL must be a postgres:// URL (the service role\'s own login)' }),
+  PIER_NATS_URL: z.string().min(1, 'PIER_NATS_URL is required (nats://host:port)'),
+  PIER_IDENTITY_PUBLIC_KEY: z.string().min(1, 'PIER_IDENTITY_PUBLIC_KEY is required (Ed25519 public JWK, JSON)'),
+  PIER_BIND_HOST: z.string().default('127.0.0.1'),
+  PIER_LOG_LEVEL: logLevel,
+});

@@ -1,0 +1,100 @@
+import knexFactory, { type Knex } from 'knex';
+import pg from 'pg';
+import { ConflictError, PierError } from './errors.ts';
+
+export type { Knex };
+
+// Timestamps come back as ISO strings in UTC everywhere in the API; bigint counts as numbers.
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+
+export interface Migration {
+  name: string;
+  up(db: Knex): Promise<void>;
+  down(db: Knex): Promise<void>;
+}
+
+/** A knex pool whose unqualified names resolve in the service's own schema. */
+export function createDb(url: string, schema: string, poolMax = 10): Knex {
+  return knexFactory({
+    client: 'pg',
+    connection: url,
+    searchPath: [schema],
+    pool: { min: 0, max: poolMax },
+  });
+}
+
+/** Runs the service's migrations; the bookkeeping table lives in the service's schema too. */
+export async function migrate(db: Knex, schema: string, migrations: Migration[], direction: 'up' | 'down' = 'up'): Promise<void> {
+  await db.raw('create schema if not exists ??', [schema]);
+  const config: Knex.MigratorConfig = {
+    schemaName: schema,
+    tableName: 'migrations',
+    migrationSource: {
+      getMigrations: async () => migrations,
+      getMigrationName: (m: Migration) => m.name,
+      getMigration: async (m: Migration) => ({ up: (k: Knex) => m.up(k), down: (k: Knex) => m.down(k) }),
+    },
+  };
+  if (direction === 'up') await db.migrate.latest(config);
+  else await db.migrate.rollback(config, true);
+}
+
+/**
+ * Translates the Postgres errors a store expects into domain errors: a unique violation
+ * is the caller's conflict, not our failure.
+ */
+export function translatePgError(err: unknown, conflictMessage: string): never {
+  const e = err as { code?: string };
+  if (e?.code === '23505') throw new ConflictError(conflictMessage, 'already_exists');
+  if (err instanceof PierError) throw err;
+  throw err;
+}
+
+export function isUuid(value: string): boolean {
+  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
+}
+
+export const SERVICE_SCHEMAS = ['auth', 'compute', 'databases', 'secrets'] as const;
+export type ServiceSchema = (typeof SERVICE_SCHEMAS)[number];
+
+/**
+ * Gives each service its own login role and a schema it owns, in the database of
+ * `adminUrl`, and returns each service's connection URL. A service's role cannot read
+ * another service's schema. Idempotent.
+ */
+export async function provisionServiceRoles(
+  adminUrl: string,
+  passwords: Record<ServiceSchema, string>,
+): Promise<Record<ServiceSchema, string>> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ db: string }>('select current_database() as db');
+    const database = rows[0]!.db;
+    const urls = {} as Record<ServiceSchema, string>;
+    for (const service of SERVICE_SCHEMAS) {
+      const role = `pier_${service}`;
+      const password = passwords[service];
+      // Roles are cluster-wide; concurrent provisioning (parallel test files) may race on
+      // creation, so a duplicate is tolerated and the password set afterwards.
+      try {
+        await client.query(`create role ${role} login`);
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (code !== '42710' && code !== '23505') throw err;
+      }
+      await client.query(`alter role ${role} login password ${pg.escapeLiteral(password)}`);
+      await client.query(`grant connect, temporary on database ${pg.escapeIdentifier(database)} to ${role}`);
+      await client.query(`create schema if not exists ${service} authorization ${role}`);
+      await client.query(`revoke all on schema ${service} from public`);
+      const url = new URL(adminUrl);
+      url.username = role;
+      url.password = password;
+      urls[service] = url.toString();
+    }
+    await client.query('revoke create on schema public from public');
+    return urls;
+  } finally {
+    await client.end();
+  }
+}

@@ -1,0 +1,251 @@
+import express, { type Express, type Request, type Response, type NextFunction } from 'express';
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import type { Logger } from './logger.ts';
+import { PierError, InputError, NotFoundError, ForbiddenError, errorBody, httpStatusOf } from './errors.ts';
+import { IDENTITY_HEADER, type Identity, type IdentityVerifier } from './identity.ts';
+import { requireRole, type Requirement } from './roles.ts';
+
+export const REQUEST_ID_HEADER = 'x-request-id';
+
+type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+export interface RouteInput<P, Q, B> {
+  params: P;
+  query: Q;
+  body: B;
+  identity: Identity;
+  requestId: string;
+  log: Logger;
+}
+
+export interface RouteResult {
+  status: number;
+  body?: unknown;
+}
+
+/**
+ * One route: its contract (used both to validate requests and to write the OpenAPI
+ * document, so the two cannot drift) and the handler that calls the domain.
+ *
+ * `access`: `Member`/`Admin` as the spec's tables say, checked against the caller's role in
+ * the path's workspace; `User` for routes of the caller's own (no workspace in the path);
+ * `Service` for internal routes only another Pier service may call.
+ */
+export interface Route<P = any, Q = any, B = any> {
+  method: Method;
+  path: string;
+  summary: string;
+  tag: string;
+  access: Requirement | 'User' | 'Service';
+  params?: z.ZodType<P>;
+  query?: z.ZodType<Q>;
+  body?: z.ZodType<B>;
+  responses: Record<number, { description: string; schema?: z.ZodType }>;
+  handler: (input: RouteInput<P, Q, B>) => Promise<RouteResult>;
+}
+
+export function defineRoute<P, Q, B>(route: Route<P, Q, B>): Route<P, Q, B> {
+  return route;
+}
+
+/** Turns the first problems zod found into one message that names the field. */
+export function describeZodError(error: z.ZodError, where: string): InputError {
+  const issues = error.issues.slice(0, 5);
+  const parts = issues.map((i) => {
+    const field = i.path.length ? i.path.join('.') : where;
+    return `${field}: ${i.message}`;
+  });
+  const first = issues[0];
+  const field = first && first.path.length ? first.path.join('.') : undefined;
+  return new InputError(parts.join('; '), 'invalid_request', field ? { field } : undefined);
+}
+
+export function parseWith<T>(schema: z.ZodType<T>, value: unknown, where: string): T {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw describeZodError(parsed.error, where);
+  return parsed.data;
+}
+
+function expressPath(path: string): string {
+  return path.replace(/\{(\w+)\}/g, ':$1');
+}
+
+/** Checks that the identity was issued for the workspace and VPC this path names. */
+function checkScope(identity: Identity, params: Record<string, string>, access: Route['access']): void {
+  if (access === 'Service') {
+    if (identity.kind !== 'service') throw new ForbiddenError('this route is for Pier services only');
+    return;
+  }
+  if (identity.kind !== 'user') throw new ForbiddenError('a user identity is required');
+  if (access === 'User') return;
+  const ws = params.workspaceID;
+  if (ws && identity.workspaceId !== ws) throw new ForbiddenError('identity was not issued for this workspace');
+  const vpc = params.vpcID;
+  if (vpc && identity.vpcId !== vpc) throw new ForbiddenError('identity was not issued for this VPC');
+  requireRole(identity.role, access);
+}
+
+export interface ServiceAppOptions {
+  service: string;
+  logger: Logger;
+  verifier: IdentityVerifier;
+  routes: Route[];
+  /** Answers `GET /healthz`; throws when a dependency is down. */
+  health?: () => Promise<void>;
+  /** Body size bound; bigger bodies get 413. */
+  bodyLimit?: string;
+}
+
+export function createServiceApp(opts: ServiceAppOptions): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use(requestIds());
+  app.use(accessLog(opts.logger));
+  app.use(express.json({ limit: opts.bodyLimit ?? '256kb', strict: false }));
+
+  app.get('/healthz', async (_req, res, next) => {
+    try {
+      await opts.health?.();
+      res.json({ status: 'ok', service: opts.service });
+    } catch (err) {
+      next(err);
+    }
+  });
+  app.get('/internal/openapi', (_req, res) => {
+    res.json(openApiPaths(opts.routes));
+  });
+
+  for (const route of opts.routes) {
+    app[route.method](expressPath(route.path), async (req: Request, res: Response, next: NextFunction) => {
+      try {
+        const identity = await opts.verifier.verify(req.header(IDENTITY_HEADER));
+        const rawParams = req.params as Record<string, string>;
+        checkScope(identity, rawParams, route.access);
+        const params = route.params ? parseWith(route.params, rawParams, 'path') : rawParams;
+        const query = route.query ? parseWith(route.query, req.query, 'query') : {};
+        let body: unknown = undefined;
+        if (route.body) {
+          if (req.body === undefined) throw new InputError('request body must be JSON (Content-Type: application/json)', 'invalid_request');
+          body = parseWith(route.body, req.body, 'body');
+        }
+        const log = res.locals.log as Logger;
+        const result = await route.handler({ params, query, body, identity, requestId: res.locals.requestId, log });
+        if (result.body === undefined) res.status(result.status).end();
+        else res.status(result.status).json(result.body);
+      } catch (err) {
+        next(err);
+      }
+    });
+  }
+
+  app.use(notFound());
+  app.use(errorHandler(opts.logger));
+  return app;
+}
+
+export function requestIds() {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const incoming = req.header(REQUEST_ID_HEADER);
+    const id = incoming && /^[\w.-]{1,128}$/.test(incoming) ? incoming : randomUUID();
+    res.locals.requestId = id;
+    res.setHeader(REQUEST_ID_HEADER, id);
+    next();
+  };
+}
+
+/** The path without its query string: query parameters may carry a token (`access_token`). */
+export function loggablePath(url: string): string {
+  const q = url.indexOf('?');
+  return q === -1 ? url : url.slice(0, q);
+}
+
+export function accessLog(logger: Logger) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const start = process.hrtime.bigint();
+    const log = logger.child({ requestId: res.locals.requestId });
+    res.locals.log = log;
+    res.on('finish', () => {
+      const ms = Number(process.hrtime.bigint() - start) / 1e6;
+      log.info({ method: req.method, path: loggablePath(req.originalUrl), status: res.statusCode, ms: Math.round(ms * 100) / 100 }, 'request');
+    });
+    next();
+  };
+}
+
+export function notFound() {
+  return (req: Request, _res: Response, next: NextFunction) => {
+    next(new NotFoundError(`no route for ${req.method} ${loggablePath(req.originalUrl)}`, 'route_not_found'));
+  };
+}
+
+export function errorHandler(logger: Logger) {
+  // express recognises error handlers by their four parameters.
+  return (err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    const known = toPierError(err);
+    const status = httpStatusOf[known.kind];
+    if (status >= 500 && known.kind !== 'unavailable') {
+      logger.error({ err, requestId: res.locals.requestId }, 'unhandled error');
+    }
+    if (res.headersSent) return;
+    res.status(status).json(errorBody(known));
+  };
+}
+
+function toPierError(err: unknown): PierError {
+  if (err instanceof PierError) return err;
+  const e = err as { type?: string; status?: number; message?: string };
+  if (e?.type === 'entity.parse.failed') return new InputError('malformed JSON body', 'malformed_json');
+  if (e?.type === 'entity.too.large') return new PierError('invalid', 'request body too large', 'payload_too_large');
+  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
+    return new InputError('unsupported request encoding', 'invalid_request');
+  }
+  return new PierError('internal', 'internal error', 'internal');
+}
+
+// ---------- OpenAPI ----------
+
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
+  const out = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Record<string, unknown>;
+  delete out.$schema;
+  return out;
+}
+
+function parameters(schema: z.ZodType | undefined, location: 'path' | 'query', path: string) {
+  const names = location === 'path' ? [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!) : [];
+  const js = schema ? (jsonSchema(schema, 'input') as { properties?: Record<string, unknown>; required?: string[] }) : {};
+  const props = js.properties ?? {};
+  const all = new Set([...names, ...Object.keys(props)]);
+  return [...all].map((name) => ({
+    name,
+    in: location,
+    required: location === 'path' ? true : (js.required ?? []).includes(name),
+    schema: props[name] ?? { type: 'string' },
+  }));
+}
+
+/** The `paths` object of an OpenAPI 3.1 document for these routes. */
+export function openApiPaths(routes: Route[]): Record<string, Record<string, unknown>> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const r of routes) {
+    if (r.access === 'Service') continue;
+    const op: Record<string, unknown> = {
+      summary: r.summary,
+      tags: [r.tag],
+      'x-pier-role': r.access === 'User' ? 'any authenticated user' : r.access,
+      parameters: [...parameters(r.params, 'path', r.path), ...parameters(r.query, 'query', r.path)],
+      responses: Object.fromEntries(
+        Object.entries(r.responses).map(([status, resp]) => [
+          status,
+          resp.schema
+            ? { description: resp.description, content: { 'application/json': { schema: jsonSchema(resp.schema, 'output') } } }
+            : { description: resp.description },
+        ]),
+      ),
+    };
+    if (r.body) op.requestBody = { required: true, content: { 'application/json': { schema: jsonSchema(r.body, 'input') } } };
+    (paths[r.path] ??= {})[r.method] = op;
+  }
+  return paths;
+}

@@ -1,0 +1,2 @@
+export { start } from './server.ts';
+export { readConfig, computeEnv, type ComputeConfig } from './config.ts';
