@@ -10,3 +10,12 @@ export function vpcNamespace(vpcId: string): string {
 export function vpcNetwork(vpcId: string): string {
   return `pier-vpc-${vpcId}`;
 }
+
+/**
+ * Kubernetes `Secret` holding a Pier secret's values, in `vpcNamespace(vpcId)`. Named by
+ * the secret's id so compute can reference it (`secretKeyRef`) from the id alone, and so
+ * it never collides with Secrets that operators or other services keep in the namespace.
+ */
+export function secretObjectName(secretId: string): string {
+  return `pier-secret-${secretId}`.toLowerCase();
+}

@@ -23,9 +23,26 @@ export function createDb(url: string, schema: string, poolMax = 10): Knex {
   });
 }
 
-/** Runs the service's migrations; the bookkeeping table lives in the service's schema too. */
+/**
+ * Runs the service's migrations; the bookkeeping table lives in the service's schema too.
+ * An advisory lock (keyed by the schema) is held meanwhile, so several instances of one
+ * service starting at once migrate one after the other: knex's own lock table is itself
+ * created racily. The lock sits in a transaction on one pooled connection while knex
+ * migrates on others.
+ */
 export async function migrate(db: Knex, schema: string, migrations: Migration[], direction: 'up' | 'down' = 'up'): Promise<void> {
-  await db.raw('create schema if not exists ??', [schema]);
+  await db.transaction(async (trx) => {
+    await trx.raw("select pg_advisory_xact_lock(hashtext('pier.migrate.' || ?))", [schema]);
+    await runMigrations(db, schema, migrations, direction);
+  });
+}
+
+async function runMigrations(db: Knex, schema: string, migrations: Migration[], direction: 'up' | 'down'): Promise<void> {
+  // `create schema if not exists` checks CREATE on the database before it looks for the
+  // schema, and a service role (see provisionServiceRoles) has no such right: its schema
+  // was made for it. Create only when it is really missing (a superuser URL in dev).
+  const existing = await db.raw('select 1 from pg_namespace where nspname = ?', [schema]);
+  if (existing.rows.length === 0) await db.raw('create schema ??', [schema]);
   const config: Knex.MigratorConfig = {
     schemaName: schema,
     tableName: 'migrations',

@@ -22,6 +22,8 @@ export interface RouteInput<P, Q, B> {
 export interface RouteResult {
   status: number;
   body?: unknown;
+  /** Extra response headers (for example a count a benchmark reads). */
+  headers?: Record<string, string>;
 }
 
 /**
@@ -127,11 +129,15 @@ export function createServiceApp(opts: ServiceAppOptions): Express {
         const query = route.query ? parseWith(route.query, req.query, 'query') : {};
         let body: unknown = undefined;
         if (route.body) {
-          if (req.body === undefined) throw new InputError('request body must be JSON (Content-Type: application/json)', 'invalid_request');
-          body = parseWith(route.body, req.body, 'body');
+          // No body at all reads as `{}`, so routes whose fields all have defaults can be
+          // called bare; a body that is there but not JSON is refused.
+          const sent = req.body ?? (hasNoBody(req) ? {} : undefined);
+          if (sent === undefined) throw new InputError('request body must be JSON (Content-Type: application/json)', 'invalid_request');
+          body = parseWith(route.body, sent, 'body');
         }
         const log = res.locals.log as Logger;
         const result = await route.handler({ params, query, body, identity, requestId: res.locals.requestId, log });
+        if (result.headers) res.set(result.headers);
         if (result.body === undefined) res.status(result.status).end();
         else res.status(result.status).json(result.body);
       } catch (err) {
@@ -143,6 +149,11 @@ export function createServiceApp(opts: ServiceAppOptions): Express {
   app.use(notFound());
   app.use(errorHandler(opts.logger));
   return app;
+}
+
+function hasNoBody(req: Request): boolean {
+  const length = req.headers['content-length'];
+  return (length === undefined || length === '0') && req.headers['transfer-encoding'] === undefined;
 }
 
 export function requestIds() {

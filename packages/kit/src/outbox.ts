@@ -137,15 +137,18 @@ export class OutboxRelay {
   async pass(): Promise<number> {
     let published = 0;
     for (;;) {
-      const rows: { id: number; subject: string; payload: unknown }[] = await this.db('outbox')
+      const rows: { id: number; subject: string; payload: unknown; at_us: number }[] = await this.db('outbox')
         .whereNull('published_at')
         .orderBy('id')
         .limit(100)
-        .select('id', 'subject', 'payload');
+        .select('id', 'subject', 'payload', this.db.raw('(extract(epoch from created_at) * 1000000)::bigint as at_us'));
       if (rows.length === 0) return published;
       const js = await this.connection();
       for (const row of rows) {
-        await js.publish(row.subject, JSON.stringify(row.payload), { msgID: `${this.source}:${row.id}` });
+        // The row's creation instant is part of the id: outbox ids restart at 1 in every
+        // database, and databases sharing one NATS (parallel test files, several
+        // platforms) must not have each other's events dropped as duplicates.
+        await js.publish(row.subject, JSON.stringify(row.payload), { msgID: `${this.source}:${row.id}:${row.at_us}` });
         await this.db('outbox').where({ id: row.id }).update({ published_at: this.db.fn.now() });
         published++;
       }

@@ -1,0 +1,119 @@
+import { AuthenticationError, isUuid, type Identity, type Role } from '@pier/kit';
+import type { Resolved, Scope } from '../store/credentials.ts';
+import { vpcNotFound, workspaceNotFound } from './ids.ts';
+import { API_KEY_PATTERN, SESSION_TOKEN_PATTERN, sha256Hex, tokenKind } from './tokens.ts';
+
+export interface AuthenticateRequest {
+  token: string;
+  workspace_id: string;
+  vpc_id: string;
+}
+
+export interface AuthenticateResponse {
+  user_id: string;
+  email: string;
+  role: string;
+  identity_token: string;
+  expires_in: number;
+}
+
+export interface CredentialLookup {
+  apiKey(keyHash: string, scope: Scope): Promise<Resolved | undefined>;
+  session(tokenHash: string, scope: Scope): Promise<Resolved | undefined>;
+  user(email: string, scope: Scope): Promise<Resolved | undefined>;
+}
+
+/** Checks a JWT from the configured OIDC provider and returns its verified e-mail. */
+export interface JwtVerifier {
+  verify(token: string): Promise<{ email: string }>;
+}
+
+export interface IdentityMinter {
+  mint(identity: Identity): Promise<{ token: string; expiresIn: number }>;
+}
+
+export interface UseRecorder {
+  touch(table: 'api_keys' | 'cli_sessions', id: string): void;
+}
+
+export interface AuthenticatorDeps {
+  credentials: CredentialLookup;
+  /** Creates the user of a first OIDC sign-in. */
+  createUser(email: string): Promise<unknown>;
+  /** Absent when no OIDC provider is configured: JWTs are then refused. */
+  jwt?: JwtVerifier;
+  minter: IdentityMinter;
+  uses: UseRecorder;
+}
+
+/** The 401 message the spec fixes for API keys; the gateway passes it through as is. */
+export const INVALID_API_KEY = 'invalid or expired API key';
+
+/**
+ * Answers the gateway's one question per request: who is this bearer token, and what is
+ * their role where the path points. The credential and the role are read from the
+ * database on every call (never cached), so revocation, expiry, downgrade and removal are
+ * effective on the very next request. Only the signed identity token is reused.
+ *
+ * A workspace the caller is not a member of is answered 404, not 403, so that workspace
+ * ids cannot be probed for existence; the same for a VPC outside the workspace.
+ */
+export class Authenticator {
+  constructor(private readonly deps: AuthenticatorDeps) {}
+
+  async authenticate(req: AuthenticateRequest): Promise<AuthenticateResponse> {
+    const token = req.token ?? '';
+    const askedWs = req.workspace_id || null;
+    const askedVpc = req.vpc_id || null;
+    // A malformed id cannot match anything; it is looked up as "no scope" so the token is
+    // still judged first (a bad token is 401 whatever the path), then answered 404.
+    const wsOk = askedWs !== null && isUuid(askedWs);
+    const scope: Scope = {
+      workspaceId: wsOk ? askedWs.toLowerCase() : null,
+      vpcId: wsOk && askedVpc !== null && isUuid(askedVpc) ? askedVpc.toLowerCase() : null,
+    };
+    const { found, table } = await this.resolve(token, scope);
+    let role: Role | undefined;
+    if (askedWs !== null) {
+      if (scope.workspaceId === null || !found.role) throw workspaceNotFound();
+      role = found.role;
+    }
+    if (askedVpc !== null && (scope.vpcId === null || !found.vpc_found)) throw vpcNotFound();
+    // Only an accepted request counts as a use of the key or session.
+    if (table) this.deps.uses.touch(table, found.credential_id!);
+    const identity: Identity = {
+      kind: 'user',
+      subject: found.user_id,
+      email: found.email,
+      workspaceId: scope.workspaceId ?? undefined,
+      vpcId: scope.vpcId ?? undefined,
+      role,
+    };
+    const minted = await this.deps.minter.mint(identity);
+    return { user_id: found.user_id, email: found.email, role: role ?? '', identity_token: minted.token, expires_in: minted.expiresIn };
+  }
+
+  private async resolve(token: string, scope: Scope): Promise<{ found: Resolved; table?: 'api_keys' | 'cli_sessions' }> {
+    if (token.length === 0) throw new AuthenticationError('missing bearer token', 'missing_token');
+    switch (tokenKind(token)) {
+      case 'api_key': {
+        const found = API_KEY_PATTERN.test(token) ? await this.deps.credentials.apiKey(sha256Hex(token), scope) : undefined;
+        if (!found) throw new AuthenticationError(INVALID_API_KEY, 'invalid_api_key');
+        return { found, table: 'api_keys' };
+      }
+      case 'session': {
+        const found = SESSION_TOKEN_PATTERN.test(token) ? await this.deps.credentials.session(sha256Hex(token), scope) : undefined;
+        if (!found) throw new AuthenticationError('invalid or expired CLI session token', 'invalid_session');
+        return { found, table: 'cli_sessions' };
+      }
+      case 'jwt': {
+        if (!this.deps.jwt) throw new AuthenticationError('JWT sign-in is not configured on this platform', 'invalid_token');
+        const { email } = await this.deps.jwt.verify(token);
+        const found = await this.deps.credentials.user(email, scope);
+        if (found) return { found };
+        await this.deps.createUser(email);
+        return { found: (await this.deps.credentials.user(email, scope))! };
+      }
+    }
+  }
+}

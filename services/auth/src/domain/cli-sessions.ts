@@ -1,0 +1,49 @@
+import { randomUUID } from 'node:crypto';
+import type { Store } from '../store/store.ts';
+import type { SessionRow } from '../store/rows.ts';
+import { decodeCursor, toPage, type Page } from './pagination.ts';
+import { requireId, sessionNotFound } from './ids.ts';
+import { DEFAULT_SESSION_DAYS, expiryAfterDays } from './limits.ts';
+import { generateSessionToken } from './tokens.ts';
+
+/** CLI sessions belong to one user and are managed by that user only. */
+export class CliSessions {
+  constructor(
+    private readonly store: Store,
+    private readonly pending: { pendingFor(table: 'cli_sessions', id: string): Date | undefined },
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  async create(userId: string, input: { name?: string; expiresInDays?: number }): Promise<SessionRow & { token: string }> {
+    const { token, tokenHash } = generateSessionToken();
+    // One clock for both instants, so a session lasts exactly the days asked for.
+    const now = this.now();
+    const row = await this.store.sessions.insert({
+      id: randomUUID(),
+      user_id: userId,
+      name: input.name ?? null,
+      token_hash: tokenHash,
+      expires_at: expiryAfterDays(input.expiresInDays ?? DEFAULT_SESSION_DAYS, now)!,
+      created_at: now,
+    });
+    return { ...row, token };
+  }
+
+  async list(userId: string, limit: number, cursor?: string): Promise<Page<SessionRow>> {
+    const rows = await this.store.sessions.list(userId, limit, decodeCursor(cursor));
+    return toPage(
+      rows,
+      limit,
+      (r) => ({ createdAt: r.created_at, id: r.id }),
+      (r) => {
+        const pending = this.pending.pendingFor('cli_sessions', r.id);
+        return pending && (!r.last_used_at || pending > r.last_used_at) ? { ...r, last_used_at: pending } : r;
+      },
+    );
+  }
+
+  async revoke(userId: string, sessionId: string): Promise<void> {
+    const row = await this.store.sessions.revoke(userId, requireId(sessionId, 'CLI session', 'cli_session_not_found'));
+    if (!row) throw sessionNotFound();
+  }
+}

@@ -1,0 +1,70 @@
+import { ConflictError, ForbiddenError, type Role } from '@pier/kit';
+import type { Store } from '../store/store.ts';
+import type { MemberRow } from '../store/rows.ts';
+import { decodeCursor, toPage, type Page } from './pagination.ts';
+import { memberAdded, memberRemoved, memberRoleChanged } from './events.ts';
+import { memberNotFound, requireId, workspaceNotFound } from './ids.ts';
+import { checkMembershipChange } from './membership-rules.ts';
+
+export class Members {
+  constructor(private readonly store: Store) {}
+
+  async list(workspaceId: string, limit: number, cursor?: string): Promise<Page<MemberRow>> {
+    const ws = requireId(workspaceId, 'workspace', 'workspace_not_found');
+    const rows = await this.store.members.list(ws, limit, decodeCursor(cursor));
+    return toPage(rows, limit, (r) => ({ createdAt: r.created_at, id: r.user_id }), (r) => r);
+  }
+
+  /** Adds the user with this e-mail (created when unknown) to the workspace. */
+  add(actorId: string, workspaceId: string, email: string, role: Role): Promise<MemberRow> {
+    return this.inLockedWorkspace(actorId, workspaceId, async (tx, actorRole) => {
+      checkMembershipChange(actorRole, null, role, 0);
+      const user = await tx.users.findOrCreate(email);
+      if (!(await tx.members.add(workspaceId, user.id, role))) {
+        throw new ConflictError(`${user.email} is already a member of this workspace`, 'already_exists');
+      }
+      await tx.event(memberAdded(workspaceId, user.id, role, actorId));
+      return (await tx.members.get(workspaceId, user.id))!;
+    });
+  }
+
+  changeRole(actorId: string, workspaceId: string, userId: string, role: Role): Promise<MemberRow> {
+    const target = requireId(userId, 'member', 'member_not_found');
+    return this.inLockedWorkspace(actorId, workspaceId, async (tx, actorRole) => {
+      const member = await tx.members.get(workspaceId, target);
+      if (!member) throw memberNotFound();
+      if (member.role === role) return member;
+      checkMembershipChange(actorRole, member.role, role, await tx.members.countOwners(workspaceId));
+      await tx.members.setRole(workspaceId, target, role);
+      await tx.event(memberRoleChanged(workspaceId, target, member.role, role, actorId));
+      return { ...member, role };
+    });
+  }
+
+  remove(actorId: string, workspaceId: string, userId: string): Promise<void> {
+    const target = requireId(userId, 'member', 'member_not_found');
+    return this.inLockedWorkspace(actorId, workspaceId, async (tx, actorRole) => {
+      const member = await tx.members.get(workspaceId, target);
+      if (!member) throw memberNotFound();
+      checkMembershipChange(actorRole, member.role, null, await tx.members.countOwners(workspaceId));
+      await tx.members.remove(workspaceId, target);
+      await tx.event(memberRemoved(workspaceId, target, member.role, actorId));
+    });
+  }
+
+  /**
+   * Runs a membership change with the workspace locked, judging the actor by their role
+   * as it stands inside that lock rather than by the identity token, which can be
+   * seconds old.
+   */
+  private inLockedWorkspace<T>(actorId: string, workspaceId: string, fn: (tx: Store, actorRole: Role) => Promise<T>): Promise<T> {
+    const ws = requireId(workspaceId, 'workspace', 'workspace_not_found');
+    return this.store.transaction(async (tx) => {
+      if (!(await tx.workspaces.lock(ws))) throw workspaceNotFound();
+      const actor = await tx.members.get(ws, actorId);
+      if (!actor) throw workspaceNotFound();
+      if (actor.role !== 'owner' && actor.role !== 'admin') throw new ForbiddenError();
+      return fn(tx, actor.role);
+    });
+  }
+}

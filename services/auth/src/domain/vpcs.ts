@@ -1,0 +1,62 @@
+import { randomUUID } from 'node:crypto';
+import { ConflictError } from '@pier/kit';
+import type { Store } from '../store/store.ts';
+import type { VpcRow } from '../store/rows.ts';
+import { decodeCursor, toPage, type Page } from './pagination.ts';
+import { vpcCreated, vpcDeleted } from './events.ts';
+import { requireId, vpcNotFound } from './ids.ts';
+
+/** How many live resources each resource service holds in a VPC. */
+export interface VpcUsage {
+  /** Per service name; throws UnavailableError when a service cannot be asked. */
+  count(vpcId: string): Promise<Record<string, number>>;
+}
+
+export class Vpcs {
+  constructor(
+    private readonly store: Store,
+    private readonly usage: VpcUsage,
+  ) {}
+
+  async list(workspaceId: string, limit: number, cursor?: string): Promise<Page<VpcRow>> {
+    const ws = requireId(workspaceId, 'workspace', 'workspace_not_found');
+    const rows = await this.store.vpcs.list(ws, limit, decodeCursor(cursor));
+    return toPage(rows, limit, (r) => ({ createdAt: r.created_at, id: r.id }), (r) => r);
+  }
+
+  create(actorId: string, workspaceId: string, name: string): Promise<VpcRow> {
+    const ws = requireId(workspaceId, 'workspace', 'workspace_not_found');
+    return this.store.transaction(async (tx) => {
+      const vpc = await tx.vpcs.insert({ id: randomUUID(), workspace_id: ws, name });
+      await tx.event(vpcCreated(ws, vpc.id, name, actorId));
+      return vpc;
+    });
+  }
+
+  async get(workspaceId: string, vpcId: string): Promise<VpcRow> {
+    const ws = requireId(workspaceId, 'workspace', 'workspace_not_found');
+    const row = await this.store.vpcs.get(ws, requireId(vpcId, 'VPC', 'vpc_not_found'));
+    if (!row) throw vpcNotFound();
+    return row;
+  }
+
+  /**
+   * Deletes an empty VPC. Every configured resource service is asked how much the VPC
+   * still holds; any count above zero refuses (409), and a service that cannot be asked
+   * refuses too (503), because "could not check" must not read as "empty".
+   */
+  async delete(actorId: string, workspaceId: string, vpcId: string): Promise<void> {
+    const vpc = await this.get(workspaceId, vpcId);
+    const counts = await this.usage.count(vpc.id);
+    const busy = Object.entries(counts).filter(([, n]) => n > 0);
+    if (busy.length) {
+      const what = busy.map(([service, n]) => `${n} ${service} resource${n === 1 ? '' : 's'}`).join(', ');
+      throw new ConflictError(`VPC is not empty: it still holds ${what}; delete them first`, 'vpc_not_empty');
+    }
+    await this.store.transaction(async (tx) => {
+      const deleted = await tx.vpcs.delete(vpc.workspace_id, vpc.id);
+      if (!deleted) throw vpcNotFound();
+      await tx.event(vpcDeleted(vpc.workspace_id, vpc.id, vpc.name, actorId));
+    });
+  }
+}

@@ -1,0 +1,70 @@
+import { z } from 'zod';
+import { defineRoute, type Route } from '@pier/kit';
+import type { CliSessions } from '../domain/cli-sessions.ts';
+import { DEFAULT_SESSION_DAYS } from '../domain/limits.ts';
+import type { SessionRow } from '../store/rows.ts';
+import { errorResponses, expiresInDays, iso, label, listBody, listOf, listQuery, strictBody, timestamp } from './schemas.ts';
+
+const sessionRecord = z.object({
+  id: z.string(),
+  name: z.string().nullable(),
+  expires_at: timestamp,
+  created_at: timestamp,
+  last_used_at: timestamp.nullable(),
+});
+
+const sessionJson = (s: SessionRow) => ({
+  id: s.id,
+  name: s.name,
+  expires_at: s.expires_at.toISOString(),
+  created_at: s.created_at.toISOString(),
+  last_used_at: iso(s.last_used_at),
+});
+
+// Both fields are optional; send `{}` for an unnamed session with the default lifetime.
+const createBody = strictBody({ name: label.optional(), expires_in_days: expiresInDays.optional() });
+
+export function cliSessionRoutes(sessions: CliSessions): Route[] {
+  const base = '/api/v1/cli-sessions';
+  return [
+    defineRoute({
+      method: 'post',
+      path: base,
+      summary: `Start a CLI session for the caller; the response carries the token, once (expires after expires_in_days, default ${DEFAULT_SESSION_DAYS})`,
+      tag: 'cli-sessions',
+      access: 'User',
+      body: createBody,
+      responses: {
+        201: { description: 'the new session, with `token`', schema: sessionRecord.extend({ token: z.string().describe('64 hex characters; returned only here') }) },
+        ...errorResponses(400),
+      },
+      handler: async ({ identity, body }) => {
+        const created = await sessions.create(identity.subject, { name: body.name, expiresInDays: body.expires_in_days });
+        return { status: 201, body: { ...sessionJson(created), token: created.token } };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: base,
+      summary: "List the caller's CLI sessions that are not revoked",
+      tag: 'cli-sessions',
+      access: 'User',
+      query: listQuery,
+      responses: { 200: { description: 'sessions', schema: listOf(sessionRecord) }, ...errorResponses(400) },
+      handler: async ({ identity, query }) => ({ status: 200, body: listBody(await sessions.list(identity.subject, query.limit, query.cursor), sessionJson) }),
+    }),
+    defineRoute({
+      method: 'delete',
+      path: `${base}/{sessionID}`,
+      summary: 'Revoke one of the caller\'s CLI sessions',
+      tag: 'cli-sessions',
+      access: 'User',
+      params: z.object({ sessionID: z.string() }),
+      responses: { 204: { description: 'revoked' }, ...errorResponses(404) },
+      handler: async ({ identity, params }) => {
+        await sessions.revoke(identity.subject, params.sessionID);
+        return { status: 204 };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,82 @@
+import { z } from 'zod';
+import { defineRoute, roles, type Route } from '@pier/kit';
+import type { Members } from '../domain/members.ts';
+import type { MemberRow } from '../store/rows.ts';
+import { errorResponses, listBody, listOf, listQuery, strictBody, timestamp, workspacePath } from './schemas.ts';
+
+const role = z.enum(roles, {
+  error: (issue) => (issue.input === undefined ? 'is required' : `must be one of ${roles.join(', ')}`),
+});
+
+const email = z
+  .string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
+  .max(254, 'must be at most 254 characters')
+  .email('must be an e-mail address');
+
+const memberRecord = z.object({ user_id: z.string(), email: z.string(), role: z.enum(roles), created_at: timestamp });
+const memberJson = (m: MemberRow) => ({ user_id: m.user_id, email: m.email, role: m.role, created_at: m.created_at.toISOString() });
+
+const memberPath = workspacePath.extend({ userID: z.string() });
+
+const MANAGE = 'Owner or Admin; only an Owner may grant, change or remove the owner role, and the last owner stays';
+
+export function memberRoutes(members: Members): Route[] {
+  const base = '/api/v1/workspaces/{workspaceID}/members';
+  return [
+    defineRoute({
+      method: 'get',
+      path: base,
+      summary: 'List the members of the workspace',
+      tag: 'members',
+      access: 'Member',
+      params: workspacePath,
+      query: listQuery,
+      responses: { 200: { description: 'members', schema: listOf(memberRecord) }, ...errorResponses(400, 404) },
+      handler: async ({ params, query }) => ({
+        status: 200,
+        body: listBody(await members.list(params.workspaceID, query.limit, query.cursor), memberJson),
+      }),
+    }),
+    defineRoute({
+      method: 'post',
+      path: base,
+      summary: `Add a member by e-mail (the user is created when unknown). ${MANAGE}`,
+      tag: 'members',
+      access: 'Admin',
+      params: workspacePath,
+      body: strictBody({ email, role }),
+      responses: { 201: { description: 'the new member', schema: memberRecord }, ...errorResponses(400, 403, 404, 409) },
+      handler: async ({ identity, params, body }) => ({
+        status: 201,
+        body: memberJson(await members.add(identity.subject, params.workspaceID, body.email, body.role)),
+      }),
+    }),
+    defineRoute({
+      method: 'patch',
+      path: `${base}/{userID}`,
+      summary: `Change a member's role. ${MANAGE}`,
+      tag: 'members',
+      access: 'Admin',
+      params: memberPath,
+      body: strictBody({ role }),
+      responses: { 200: { description: 'the member', schema: memberRecord }, ...errorResponses(400, 403, 404, 409) },
+      handler: async ({ identity, params, body }) => ({
+        status: 200,
+        body: memberJson(await members.changeRole(identity.subject, params.workspaceID, params.userID, body.role)),
+      }),
+    }),
+    defineRoute({
+      method: 'delete',
+      path: `${base}/{userID}`,
+      summary: `Remove a member; their API keys stop working in this workspace at once. ${MANAGE}`,
+      tag: 'members',
+      access: 'Admin',
+      params: memberPath,
+      responses: { 204: { description: 'removed' }, ...errorResponses(403, 404, 409) },
+      handler: async ({ identity, params }) => {
+        await members.remove(identity.subject, params.workspaceID, params.userID);
+        return { status: 204 };
+      },
+    }),
+  ];
+}

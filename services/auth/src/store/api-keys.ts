@@ -1,0 +1,51 @@
+import { translatePgError, type Knex } from '@pier/kit';
+import type { Position } from '../domain/pagination.ts';
+import { paged } from './page-query.ts';
+import type { ApiKeyRow } from './rows.ts';
+
+export interface NewApiKeyRow {
+  id: string;
+  workspace_id: string;
+  user_id: string;
+  name: string;
+  key_prefix: string;
+  key_hash: string;
+  scopes: string[];
+  expires_at: Date | null;
+  /** Defaults to the database's clock when absent. */
+  created_at?: Date;
+}
+
+// Everything but the hash: nothing above the store ever sees it again.
+const columns = ['id', 'workspace_id', 'user_id', 'name', 'key_prefix', 'scopes', 'expires_at', 'created_at', 'last_used_at', 'revoked_at'];
+
+export class ApiKeyStore {
+  constructor(private readonly db: Knex | Knex.Transaction) {}
+
+  async insert(row: NewApiKeyRow): Promise<ApiKeyRow> {
+    try {
+      const [created] = await this.db('api_keys')
+        .insert({ ...row, scopes: JSON.stringify(row.scopes) })
+        .returning<ApiKeyRow[]>(columns);
+      return created!;
+    } catch (err) {
+      translatePgError(err, `an API key named "${row.name}" already exists in this workspace`);
+    }
+  }
+
+  /** Live (not revoked) keys of a workspace, expired ones included. */
+  async list(workspaceId: string, limit: number, after?: Position): Promise<ApiKeyRow[]> {
+    const q = this.db('api_keys as k').where('k.workspace_id', workspaceId).whereNull('k.revoked_at').select(columns.map((c) => `k.${c}`));
+    return paged(q, 'k', 'id', limit, after);
+  }
+
+  /** Marks a live key revoked; undefined when there is no live key with this id here. */
+  async revoke(workspaceId: string, keyId: string): Promise<ApiKeyRow | undefined> {
+    const [row] = await this.db('api_keys')
+      .where({ workspace_id: workspaceId, id: keyId })
+      .whereNull('revoked_at')
+      .update({ revoked_at: this.db.fn.now() })
+      .returning<ApiKeyRow[]>(columns);
+    return row;
+  }
+}

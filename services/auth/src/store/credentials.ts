@@ -1,0 +1,87 @@
+import type { Knex, Role } from '@pier/kit';
+
+/**
+ * What one bearer token resolves to for one request: the user, their role in the asked
+ * workspace (null when not a member or none was asked) and whether the asked VPC belongs
+ * to that workspace. Looked up on every request and never cached, so a revoked key, a
+ * downgrade or a removal bites on the very next request through any gateway.
+ */
+export interface Resolved {
+  credential_id: string | null;
+  user_id: string;
+  email: string;
+  role: Role | null;
+  vpc_found: boolean;
+}
+
+export interface Scope {
+  /** Already checked to be UUIDs (or null), so the casts below cannot fail. */
+  workspaceId: string | null;
+  vpcId: string | null;
+}
+
+// One indexed statement per request: credential by its unique hash, the creator, their
+// membership by primary key, the VPC by primary key.
+// Tables are schema-qualified: these run on a raw pooled connection.
+const scopeJoins = `
+  left join auth.memberships m on m.workspace_id = $1::uuid and m.user_id = u.id
+  left join auth.vpcs v on v.id = $2::uuid and v.workspace_id = m.workspace_id`;
+
+const API_KEY_SQL = `
+  select k.id as credential_id, u.id as user_id, u.email, m.role, (v.id is not null) as vpc_found
+  from auth.api_keys k
+  join auth.users u on u.id = k.user_id
+  ${scopeJoins}
+  where k.key_hash = $3 and k.revoked_at is null and (k.expires_at is null or k.expires_at > now())`;
+
+const SESSION_SQL = `
+  select s.id as credential_id, u.id as user_id, u.email, m.role, (v.id is not null) as vpc_found
+  from auth.cli_sessions s
+  join auth.users u on u.id = s.user_id
+  ${scopeJoins}
+  where s.token_hash = $3 and s.revoked_at is null and s.expires_at > now()`;
+
+const USER_SQL = `
+  select null as credential_id, u.id as user_id, u.email, m.role, (v.id is not null) as vpc_found
+  from auth.users u
+  ${scopeJoins}
+  where u.email = $3`;
+
+interface PgConnection {
+  query(q: { name: string; text: string; values: unknown[] }): Promise<{ rows: Resolved[] }>;
+}
+
+export class CredentialStore {
+  constructor(private readonly db: Knex) {}
+
+  /**
+   * Runs one of the statements above as a named prepared statement on a pooled
+   * connection: Postgres then plans it once per connection instead of on every request
+   * (planning cost more than executing: about 1 ms against 0.15 ms, measured).
+   */
+  private async one(name: string, text: string, scope: Scope, value: string): Promise<Resolved | undefined> {
+    const client = this.db.client as { acquireConnection(): Promise<PgConnection>; releaseConnection(c: PgConnection): Promise<void> };
+    const conn = await client.acquireConnection();
+    try {
+      const result = await conn.query({ name, text, values: [scope.workspaceId, scope.vpcId, value] });
+      return result.rows[0];
+    } finally {
+      await client.releaseConnection(conn);
+    }
+  }
+
+  /** A live (not revoked, not expired) API key by the SHA-256 of the key. */
+  apiKey(keyHash: string, scope: Scope): Promise<Resolved | undefined> {
+    return this.one('auth_resolve_api_key', API_KEY_SQL, scope, keyHash);
+  }
+
+  /** A live CLI session by the SHA-256 of its token. */
+  session(tokenHash: string, scope: Scope): Promise<Resolved | undefined> {
+    return this.one('auth_resolve_session', SESSION_SQL, scope, tokenHash);
+  }
+
+  /** A user by (lower-cased) e-mail: how an OIDC sign-in finds its user. */
+  user(email: string, scope: Scope): Promise<Resolved | undefined> {
+    return this.one('auth_resolve_user', USER_SQL, scope, email);
+  }
+}

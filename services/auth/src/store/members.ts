@@ -1,0 +1,41 @@
+import type { Knex, Role } from '@pier/kit';
+import type { Position } from '../domain/pagination.ts';
+import { paged } from './page-query.ts';
+import type { MemberRow } from './rows.ts';
+
+const columns = ['m.workspace_id', 'm.user_id', 'u.email', 'm.role', 'm.created_at'];
+
+export class MemberStore {
+  constructor(private readonly db: Knex | Knex.Transaction) {}
+
+  async list(workspaceId: string, limit: number, after?: Position): Promise<MemberRow[]> {
+    const q = this.db('memberships as m').join('users as u', 'u.id', 'm.user_id').where('m.workspace_id', workspaceId).select(columns);
+    return paged(q, 'm', 'user_id', limit, after);
+  }
+
+  async get(workspaceId: string, userId: string): Promise<MemberRow | undefined> {
+    return this.db('memberships as m')
+      .join('users as u', 'u.id', 'm.user_id')
+      .where({ 'm.workspace_id': workspaceId, 'm.user_id': userId })
+      .first(columns);
+  }
+
+  /** Inserts the membership; returns false when the user is already a member. */
+  async add(workspaceId: string, userId: string, role: Role): Promise<boolean> {
+    const rows = await this.db('memberships').insert({ workspace_id: workspaceId, user_id: userId, role }).onConflict(['workspace_id', 'user_id']).ignore().returning('user_id');
+    return rows.length === 1;
+  }
+
+  async setRole(workspaceId: string, userId: string, role: Role): Promise<void> {
+    await this.db('memberships').where({ workspace_id: workspaceId, user_id: userId }).update({ role });
+  }
+
+  async remove(workspaceId: string, userId: string): Promise<void> {
+    await this.db('memberships').where({ workspace_id: workspaceId, user_id: userId }).delete();
+  }
+
+  async countOwners(workspaceId: string): Promise<number> {
+    const row = await this.db('memberships').where({ workspace_id: workspaceId, role: 'owner' }).count<{ count: number }[]>('* as count').first();
+    return Number(row?.count ?? 0);
+  }
+}

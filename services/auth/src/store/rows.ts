@@ -1,0 +1,67 @@
+import type { Role } from '@pier/kit';
+
+// Rows as Postgres returns them (timestamps as Date).
+
+export interface UserRow {
+  id: string;
+  email: string;
+  created_at: Date;
+}
+
+export interface WorkspaceRow {
+  id: string;
+  name: string;
+  created_by: string | null;
+  created_at: Date;
+}
+
+/** A workspace seen by one of its members. */
+export interface MyWorkspaceRow extends WorkspaceRow {
+  role: Role;
+}
+
+export interface MemberRow {
+  workspace_id: string;
+  user_id: string;
+  email: string;
+  role: Role;
+  created_at: Date;
+}
+
+export interface VpcRow {
+  id: string;
+  workspace_id: string;
+  name: string;
+  created_at: Date;
+}
+
+export interface ApiKeyRow {
+  id: string;
+  workspace_id: string;
+  user_id: string;
+  name: string;
+  key_prefix: string;
+  scopes: string[];
+  expires_at: Date | null;
+  created_at: Date;
+  last_used_at: Date | null;
+  revoked_at: Date | null;
+}
+
+export interface SessionRow {
+  id: string;
+  user_id: string;
+  name: string | null;
+  expires_at: Date;
+  created_at: Date;
+  last_used_at: Date | null;
+  revoked_at: Date | null;
+}
+
+export interface BootstrapRow {
+  user_id: string;
+  workspace_id: string;
+  vpc_id: string;
+  api_key_id: string;
+  created_at: Date;
+}

@@ -1,0 +1,38 @@
+import type { Knex } from '@pier/kit';
+import type { Position } from '../domain/pagination.ts';
+import { paged } from './page-query.ts';
+import type { MyWorkspaceRow, WorkspaceRow } from './rows.ts';
+
+export class WorkspaceStore {
+  constructor(private readonly db: Knex | Knex.Transaction) {}
+
+  async insert(row: { id: string; name: string; created_by: string }): Promise<WorkspaceRow> {
+    const [created] = await this.db('workspaces').insert(row).returning<WorkspaceRow[]>('*');
+    return created!;
+  }
+
+  async listForUser(userId: string, limit: number, after?: Position): Promise<MyWorkspaceRow[]> {
+    const q = this.db('workspaces as w')
+      .join('memberships as m', 'm.workspace_id', 'w.id')
+      .where('m.user_id', userId)
+      .select('w.*', 'm.role');
+    return paged(q, 'w', 'id', limit, after);
+  }
+
+  async getForUser(workspaceId: string, userId: string): Promise<MyWorkspaceRow | undefined> {
+    return this.db('workspaces as w')
+      .join('memberships as m', 'm.workspace_id', 'w.id')
+      .where({ 'w.id': workspaceId, 'm.user_id': userId })
+      .first('w.*', 'm.role');
+  }
+
+  /**
+   * Locks the workspace row until the transaction ends, so membership changes in one
+   * workspace happen one at a time (two admins demoting the last two owners at once must
+   * not both succeed). Returns false when the workspace does not exist.
+   */
+  async lock(workspaceId: string): Promise<boolean> {
+    const row = await this.db('workspaces').where({ id: workspaceId }).forUpdate().first('id');
+    return row !== undefined;
+  }
+}
