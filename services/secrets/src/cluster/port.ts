@@ -1,0 +1,37 @@
+// What the secrets service needs from a cluster's secret store, in crossplane's
+// managed-resource terms: `observe` says whether the object exists, `apply` and `delete`
+// are idempotent, so a retry after a crash is always safe.
+
+/** Secret values: environment variable name -> value. Never logged, never stored by us. */
+export type SecretValues = Record<string, string>;
+
+/** Addresses one secret's object in the store; objects are named by secret id. */
+export interface SecretObjectId {
+  vpcId: string;
+  secretId: string;
+}
+
+/** What `apply` writes beside the values, so the object can be traced back to Pier. */
+export interface SecretObjectRef extends SecretObjectId {
+  workspaceId: string;
+  name: string;
+}
+
+export interface Observation {
+  exists: boolean;
+  /** Key names held by the object (never the values). Empty when it does not exist. */
+  keys: string[];
+}
+
+export interface SecretStorePort {
+  readonly kind: 'docker' | 'kubernetes';
+  observe(id: SecretObjectId): Promise<Observation>;
+  /** Creates or replaces the object with exactly these values. */
+  apply(ref: SecretObjectRef, values: SecretValues): Promise<void>;
+  /** The values, or undefined when the object does not exist. */
+  read(id: SecretObjectId): Promise<SecretValues | undefined>;
+  /** Removes the object; removing a missing object succeeds. */
+  delete(id: SecretObjectId): Promise<void>;
+  /** Every object this store holds for Pier, so ones whose record is gone can be swept. */
+  list(): Promise<SecretObjectId[]>;
+}

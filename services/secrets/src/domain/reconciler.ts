@@ -1,0 +1,113 @@
+import type { Logger } from '@pier/kit';
+import type { SecretStorePort } from '../cluster/port.ts';
+import { describeStoreError } from '../cluster/errors.ts';
+import type { SecretsStore } from '../store/secrets-store.ts';
+import { deletedEvent } from './secret.ts';
+
+export interface ReconcileReport {
+  /** `creating` records undone: the caller never got a 201, so the create is rolled back. */
+  undone: number;
+  /** `deleting` records finished: the caller asked for the delete, so it is completed. */
+  deleted: number;
+  /** Store objects without any record (a create whose undo could not reach the store). */
+  swept: number;
+}
+
+export interface ReconcilerOptions {
+  /**
+   * A pending record younger than this may belong to a request still in flight; it is left
+   * alone. Well above the store call deadline (10 s), so only abandoned records qualify.
+   */
+  staleAfterMs?: number;
+  /** The sweep lists the whole store, so it runs on start-up and then every Nth pass. */
+  sweepEvery?: number;
+}
+
+/**
+ * Finishes what a crash interrupted. A `creating` record is undone (its values cannot be
+ * recovered from our side, and the caller saw no success); a `deleting` record is
+ * finished. Then objects in the store that no record accounts for are removed.
+ */
+export class Reconciler {
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<ReconcileReport>;
+  private passes = 0;
+  private stopped = false;
+  private readonly staleAfterMs: number;
+  private readonly sweepEvery: number;
+
+  constructor(
+    private readonly records: SecretsStore,
+    private readonly store: SecretStorePort,
+    private readonly log: Logger,
+    private readonly onEvent: () => void = () => undefined,
+    opts: ReconcilerOptions = {},
+  ) {
+    this.staleAfterMs = opts.staleAfterMs ?? 60_000;
+    this.sweepEvery = opts.sweepEvery ?? 10;
+  }
+
+  /** One pass now (joins a pass already running). */
+  runOnce(): Promise<ReconcileReport> {
+    this.running ??= this.pass().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  /** A pass now, then one every `intervalMs`. Failures are logged and retried next time. */
+  start(intervalMs: number): void {
+    const tick = () => {
+      if (this.stopped) return;
+      this.runOnce()
+        .catch((err) => this.log.warn({ cause: describeStoreError(err) }, 'secrets reconcile pass failed; will retry'))
+        .finally(() => {
+          if (this.stopped) return;
+          this.timer = setTimeout(tick, intervalMs);
+          this.timer.unref?.();
+        });
+    };
+    tick();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running?.catch(() => undefined);
+  }
+
+  private async pass(): Promise<ReconcileReport> {
+    const report: ReconcileReport = { undone: 0, deleted: 0, swept: 0 };
+    for (const record of await this.records.stalePending(this.staleAfterMs)) {
+      const id = { vpcId: record.vpcId, secretId: record.id };
+      try {
+        await this.store.delete(id);
+      } catch (err) {
+        this.log.warn({ secretId: record.id, cause: describeStoreError(err) }, 'reconcile: secret store unreachable; will retry');
+        continue;
+      }
+      if (record.state === 'creating') {
+        if (await this.records.removeCreating(record.id)) report.undone++;
+      } else if (await this.records.finishDelete(record.id, deletedEvent)) {
+        report.deleted++;
+      }
+    }
+    if (report.deleted > 0) this.onEvent();
+    if (this.passes++ % this.sweepEvery === 0) report.swept = await this.sweep();
+    if (report.undone || report.deleted || report.swept) this.log.info(report, 'reconciled secrets left pending');
+    return report;
+  }
+
+  private async sweep(): Promise<number> {
+    const objects = await this.store.list();
+    if (objects.length === 0) return 0;
+    const known = await this.records.existingIds(objects.map((o) => o.secretId));
+    let swept = 0;
+    for (const o of objects) {
+      if (known.has(o.secretId)) continue;
+      await this.store.delete(o);
+      swept++;
+    }
+    return swept;
+  }
+}

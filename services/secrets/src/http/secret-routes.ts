@@ -1,0 +1,92 @@
+import { z } from 'zod';
+import { defineRoute, type Route } from '@pier/kit';
+import type { Secrets } from '../domain/secrets.ts';
+import { createSecretInput } from '../domain/secret-rules.ts';
+import { errorJson, secretJson, secretListJson, toJson } from './secret-json.ts';
+
+const BASE = '/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/secrets';
+const TAG = 'secrets';
+
+const scopeParams = z.object({ workspaceID: z.string(), vpcID: z.string() });
+const secretParams = scopeParams.extend({ secretID: z.string() });
+const listQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(200).default(50).describe('Page size, 1-200 (default 50)'),
+  cursor: z.string().min(1).optional().describe('`next_cursor` of the previous page'),
+});
+
+const scopeOf = (p: { workspaceID: string; vpcID: string }) => ({ workspaceId: p.workspaceID, vpcId: p.vpcID });
+
+const denied = { description: 'insufficient workspace permissions', schema: errorJson };
+const notFound = { description: 'secret not found (`secret_not_found`)', schema: errorJson };
+const unavailable = {
+  description: "the cluster's secret store cannot be reached (`cluster_unavailable`); nothing was written",
+  schema: errorJson,
+};
+
+export function secretRoutes(secrets: Secrets): Route[] {
+  return [
+    defineRoute({
+      method: 'get',
+      path: BASE,
+      summary: 'List secrets in the VPC: id, name, key names and timestamps. Values are never returned.',
+      tag: TAG,
+      access: 'Member',
+      params: scopeParams,
+      query: listQuery,
+      responses: { 200: { description: 'a page of secrets, without values', schema: secretListJson }, 400: { description: 'bad limit or cursor', schema: errorJson } },
+      handler: async ({ params, query }) => {
+        const page = await secrets.list(scopeOf(params), query.limit, query.cursor);
+        return { status: 200, body: { items: page.items.map(toJson), next_cursor: page.nextCursor } };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: BASE,
+      summary:
+        "Create a secret. The values go to the cluster's secret store in the VPC's namespace, never to Pier's database; " +
+        'the response, like every read, carries the key names only.',
+      tag: TAG,
+      access: 'Admin',
+      params: scopeParams,
+      body: createSecretInput,
+      responses: {
+        201: { description: 'created; values are not echoed', schema: secretJson },
+        400: { description: 'invalid name or values (the message names the problem)', schema: errorJson },
+        403: denied,
+        409: { description: 'a secret with this name exists in the VPC (`already_exists`)', schema: errorJson },
+        503: unavailable,
+      },
+      handler: async ({ params, body, log }) => {
+        const record = await secrets.create(scopeOf(params), body);
+        log.info({ secretId: record.id, keys: record.keys.length }, 'secret created');
+        return { status: 201, body: toJson(record) };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: `${BASE}/{secretID}`,
+      summary: 'Secret detail: id, name, key names and timestamps. Values are never returned.',
+      tag: TAG,
+      access: 'Member',
+      params: secretParams,
+      responses: { 200: { description: 'the secret, without values', schema: secretJson }, 404: notFound },
+      handler: async ({ params }) => ({ status: 200, body: toJson(await secrets.get(scopeOf(params), params.secretID)) }),
+    }),
+    defineRoute({
+      method: 'delete',
+      path: `${BASE}/{secretID}`,
+      summary:
+        "Delete a secret from Pier and from the cluster's secret store. Services referencing it are not changed; " +
+        'their next rollout fails with a missing-secret error.',
+      tag: TAG,
+      access: 'Admin',
+      params: secretParams,
+      responses: { 204: { description: 'deleted' }, 403: denied, 404: notFound, 503: unavailable },
+      handler: async ({ params, log }) => {
+        await secrets.delete(scopeOf(params), params.secretID);
+        log.info({ secretId: params.secretID }, 'secret deleted');
+        return { status: 204 };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,131 @@
+import { translatePgError, writeEvent, isUuid, type Knex, type PierEvent } from '@pier/kit';
+import type { Scope, SecretRecord, SecretState } from '../domain/secret.ts';
+import type { SecretsStore } from './secrets-store.ts';
+
+interface Row {
+  id: string;
+  seq: number;
+  workspace_id: string;
+  vpc_id: string;
+  name: string;
+  keys: string[];
+  state: SecretState;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const COLUMNS = ['id', 'seq', 'workspace_id', 'vpc_id', 'name', 'keys', 'state', 'created_at', 'updated_at'];
+
+function toRecord(r: Row): SecretRecord {
+  return {
+    id: r.id,
+    seq: Number(r.seq),
+    workspaceId: r.workspace_id,
+    vpcId: r.vpc_id,
+    name: r.name,
+    keys: r.keys,
+    state: r.state,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+export class KnexSecretsStore implements SecretsStore {
+  constructor(private readonly db: Knex) {}
+
+  async insertCreating(scope: Scope, name: string, keys: string[]): Promise<SecretRecord> {
+    try {
+      const [row] = await this.db<Row>('secrets')
+        .insert({ workspace_id: scope.workspaceId, vpc_id: scope.vpcId, name, keys, state: 'creating' })
+        .returning(COLUMNS);
+      return toRecord(row as Row);
+    } catch (err) {
+      translatePgError(err, `a secret named ${name} already exists in this VPC`);
+    }
+  }
+
+  async finishCreate(id: string, event: (r: SecretRecord) => PierEvent): Promise<SecretRecord | undefined> {
+    return this.db.transaction(async (trx) => {
+      const [row] = await trx<Row>('secrets')
+        .where({ id, state: 'creating' })
+        .update({ state: 'ready', updated_at: trx.fn.now() })
+        .returning(COLUMNS);
+      if (!row) return undefined;
+      const record = toRecord(row as Row);
+      await writeEvent(trx, event(record));
+      return record;
+    });
+  }
+
+  async removeCreating(id: string): Promise<boolean> {
+    return (await this.db('secrets').where({ id, state: 'creating' }).delete()) > 0;
+  }
+
+  async get(scope: Scope, id: string): Promise<SecretRecord | undefined> {
+    if (!isUuid(id)) return undefined;
+    const row: Row | undefined = await this.scoped(scope).where({ id, state: 'ready' }).first(COLUMNS);
+    return row ? toRecord(row) : undefined;
+  }
+
+  async list(scope: Scope, limit: number, afterSeq?: number): Promise<SecretRecord[]> {
+    const q = this.scoped(scope).where({ state: 'ready' }).orderBy('seq').limit(limit).select(COLUMNS);
+    if (afterSeq !== undefined) q.where('seq', '>', afterSeq);
+    const rows: Row[] = await q;
+    return rows.map(toRecord);
+  }
+
+  async findReady(scope: Scope, ids: string[]): Promise<SecretRecord[]> {
+    const valid = ids.filter(isUuid);
+    if (valid.length === 0) return [];
+    const rows: Row[] = await this.scoped(scope).where({ state: 'ready' }).whereIn('id', valid).select(COLUMNS);
+    return rows.map(toRecord);
+  }
+
+  async beginDelete(scope: Scope, id: string): Promise<SecretRecord | undefined> {
+    if (!isUuid(id)) return undefined;
+    const [row] = await this.scoped(scope)
+      .where({ id, state: 'ready' })
+      .update({ state: 'deleting', updated_at: this.db.fn.now() })
+      .returning(COLUMNS);
+    return row ? toRecord(row as Row) : undefined;
+  }
+
+  async revertDelete(id: string): Promise<void> {
+    await this.db('secrets').where({ id, state: 'deleting' }).update({ state: 'ready', updated_at: this.db.fn.now() });
+  }
+
+  async finishDelete(id: string, event: (r: SecretRecord) => PierEvent): Promise<boolean> {
+    return this.db.transaction(async (trx) => {
+      const [row] = await trx<Row>('secrets').where({ id, state: 'deleting' }).delete().returning(COLUMNS);
+      if (!row) return false;
+      await writeEvent(trx, event(toRecord(row as Row)));
+      return true;
+    });
+  }
+
+  async stalePending(olderThanMs: number): Promise<SecretRecord[]> {
+    const rows: Row[] = await this.db('secrets')
+      .whereNot({ state: 'ready' })
+      .where('updated_at', '<', this.db.raw(`now() - make_interval(secs => ?)`, [olderThanMs / 1000]))
+      .orderBy('updated_at')
+      .limit(500)
+      .select(COLUMNS);
+    return rows.map(toRecord);
+  }
+
+  async existingIds(ids: string[]): Promise<Set<string>> {
+    const valid = ids.filter(isUuid);
+    if (valid.length === 0) return new Set();
+    const rows: { id: string }[] = await this.db('secrets').whereIn('id', valid).select('id');
+    return new Set(rows.map((r) => r.id));
+  }
+
+  async countInVpc(vpcId: string): Promise<number> {
+    const row = await this.db('secrets').where({ vpc_id: vpcId }).count<{ count: number }[]>({ count: '*' }).first();
+    return Number(row?.count ?? 0);
+  }
+
+  private scoped(scope: Scope) {
+    return this.db('secrets').where({ workspace_id: scope.workspaceId, vpc_id: scope.vpcId });
+  }
+}

@@ -1,0 +1,37 @@
+import { createOutboxTable, type Migration } from '@pier/kit';
+
+export const SCHEMA = 'secrets';
+
+// Secret records hold names and key names only. The values live in the cluster's secret
+// store; there is deliberately no column that could hold them.
+export const migrations: Migration[] = [
+  {
+    name: '0001_outbox',
+    up: (db) => createOutboxTable(db),
+    down: (db) => db.schema.dropTable('outbox'),
+  },
+  {
+    name: '0002_secrets',
+    up: async (db) => {
+      await db.raw(`
+        create table secrets (
+          id uuid primary key default gen_random_uuid(),
+          -- keyset pagination order: exact, unlike timestamps rounded to milliseconds in JS
+          seq bigint generated always as identity unique,
+          workspace_id text not null,
+          vpc_id text not null,
+          name text not null,
+          keys text[] not null,
+          -- creating/deleting: a store write is in flight (or a crash interrupted one);
+          -- such records are invisible to the API and finished by the reconciler
+          state text not null check (state in ('creating', 'ready', 'deleting')),
+          created_at timestamptz not null default now(),
+          updated_at timestamptz not null default now(),
+          constraint secrets_vpc_name_unique unique (vpc_id, name)
+        )`);
+      await db.raw(`create index secrets_listing on secrets (workspace_id, vpc_id, seq) where state = 'ready'`);
+      await db.raw(`create index secrets_pending on secrets (updated_at) where state <> 'ready'`);
+    },
+    down: (db) => db.schema.dropTable('secrets'),
+  },
+];

@@ -1,0 +1,106 @@
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { IDENTITY_HEADER, secretObjectName, vpcNamespace } from '@pier/kit';
+import { Secret } from 'kubernetes-models/v1';
+import { SecretsClient } from '../src/index.ts';
+import { secretManifest } from '../src/cluster/kubernetes.ts';
+import { FakeKubernetes } from './fake-kubernetes.ts';
+import { adminQuery, closedPort, encodingsOf, findInDatabase, secretRows, startSecrets, type Harness } from './support.ts';
+
+// The whole service on PIER_CLUSTER=kubernetes, against the in-process fake API server:
+// values land in a Secret in the VPC namespace and nowhere in our database.
+
+describe('secrets on kubernetes', () => {
+  let fake: FakeKubernetes;
+  let h: Harness;
+  let kubeconfig: string;
+  const ns = () => vpcNamespace(h.vpcId);
+
+  beforeAll(async () => {
+    fake = await new FakeKubernetes().start();
+    kubeconfig = await fake.writeKubeconfig();
+    // No docker store key or dir: the kubernetes cluster needs neither.
+    h = await startSecrets({ PIER_CLUSTER: 'kubernetes', PIER_KUBECONFIG: kubeconfig, PIER_SECRETS_STORE_KEY: undefined });
+  });
+  afterAll(async () => {
+    await h?.stop();
+    await fake?.stop();
+  });
+
+  it('creates a Secret in the VPC namespace, never the database; lists, resolves and deletes it', async () => {
+    const value = `k8s-canary-${crypto.randomUUID()}`;
+    const res = await request(h.url)
+      .post(h.base)
+      .set(IDENTITY_HEADER, await h.as('owner'))
+      .send({ name: 'stripe', values: { STRIPE_KEY: value } });
+    expect(res.status).toBe(201);
+    expect(res.body.keys).toEqual(['STRIPE_KEY']);
+    const secret = fake.secrets.get(`${ns()}/${secretObjectName(res.body.id)}`)!;
+    expect(secret.metadata.labels['pier.dev/secret-name']).toBe('stripe');
+    expect(Buffer.from(secret.data.STRIPE_KEY, 'base64').toString()).toBe(value);
+    expect(fake.invalid).toEqual([]);
+    for (const body of fake.sentSecrets) expect(() => new Secret(body as never).validate()).not.toThrow();
+
+    expect(await findInDatabase(h.db.adminUrl, encodingsOf(value))).toEqual([]);
+    for (const n of encodingsOf(value)) expect(h.logs.text).not.toContain(n);
+
+    const client = new SecretsClient({ address: h.grpcAddress, privateKeyJwk: h.computeKeys.privateJwk });
+    try {
+      expect(await client.resolveReferences(h.workspaceId, h.vpcId, [{ secretId: res.body.id, key: 'STRIPE_KEY' }])).toEqual([
+        { secretId: res.body.id, key: 'STRIPE_KEY', value },
+      ]);
+    } finally {
+      client.close();
+    }
+
+    const list = await request(h.url).get(h.base).set(IDENTITY_HEADER, await h.as('viewer'));
+    expect(list.body.items.map((i: { id: string }) => i.id)).toEqual([res.body.id]);
+    await request(h.url).delete(`${h.base}/${res.body.id}`).set(IDENTITY_HEADER, await h.as('admin')).expect(204);
+    expect(fake.secrets.has(`${ns()}/${secretObjectName(res.body.id)}`)).toBe(false);
+  });
+
+  it('settles records a crash left pending against the cluster', async () => {
+    const leave = async (name: string, state: string) => {
+      const [row] = await adminQuery<{ id: string }>(
+        h.db.adminUrl,
+        `insert into secrets.secrets (workspace_id, vpc_id, name, keys, state, updated_at)
+         values ($1, $2, $3, '{K}', $4, now() - interval '10 minutes') returning id`,
+        [h.workspaceId, h.vpcId, name, state],
+      );
+      fake.secrets.set(`${ns()}/${secretObjectName(row!.id)}`, secretManifest({ workspaceId: h.workspaceId, vpcId: h.vpcId, secretId: row!.id, name }, { K: 'v' }));
+      return row!.id;
+    };
+    const creating = await leave('left-creating', 'creating');
+    const deleting = await leave('left-deleting', 'deleting');
+    await h.restart();
+    await h.running.reconcile();
+    expect((await secretRows(h.db.adminUrl)).filter((r) => r.id === creating || r.id === deleting)).toEqual([]);
+    expect(fake.secrets.has(`${ns()}/${secretObjectName(creating)}`)).toBe(false);
+    expect(fake.secrets.has(`${ns()}/${secretObjectName(deleting)}`)).toBe(false);
+  });
+
+  it('answers 503 cluster_unavailable and writes nothing when the API server is unreachable', async () => {
+    const rowsBefore = await secretRows(h.db.adminUrl);
+    const outboxBefore = await adminQuery(h.db.adminUrl, 'select count(*)::int as n from secrets.outbox');
+    const secretsBefore = fake.secrets.size;
+    await h.restart({ PIER_KUBECONFIG: await fake.writeKubeconfig(`http://127.0.0.1:${await closedPort()}`) });
+    try {
+      const res = await request(h.url)
+        .post(h.base)
+        .set(IDENTITY_HEADER, await h.as('admin'))
+        .send({ name: 'unreachable', values: { K: 'v' } });
+      expect(res.status).toBe(503);
+      expect(res.body).toEqual({ error: "the cluster's secret store cannot be reached; nothing was written", code: 'cluster_unavailable' });
+      expect(await secretRows(h.db.adminUrl)).toEqual(rowsBefore);
+      expect(await adminQuery(h.db.adminUrl, 'select count(*)::int as n from secrets.outbox')).toEqual(outboxBefore);
+      expect(fake.secrets.size).toBe(secretsBefore);
+    } finally {
+      await h.restart({ PIER_KUBECONFIG: kubeconfig });
+    }
+    const again = await request(h.url)
+      .post(h.base)
+      .set(IDENTITY_HEADER, await h.as('admin'))
+      .send({ name: 'unreachable', values: { K: 'v' } });
+    expect(again.status).toBe(201);
+  });
+});
