@@ -92,16 +92,17 @@ export async function provisionServiceRoles(
     for (const service of SERVICE_SCHEMAS) {
       const role = `pier_${service}`;
       const password = passwords[service];
-      // Roles are cluster-wide; concurrent provisioning (parallel test files) may race on
-      // creation, so a duplicate is tolerated and the password set afterwards.
+      // A role left by an earlier provisioning is reused; its password is set anew below.
       try {
         await client.query(`create role ${role} login`);
       } catch (err) {
         const code = (err as { code?: string }).code;
         if (code !== '42710' && code !== '23505') throw err;
       }
-      await client.query(`alter role ${role} login password ${pg.escapeLiteral(password)}`);
-      await client.query(`grant connect, temporary on database ${pg.escapeIdentifier(database)} to ${role}`);
+      // Roles are cluster-wide, and advisory locks are per database: two databases of one
+      // server provisioned at once (parallel test files) can collide on the same role row.
+      await retryConcurrentUpdate(() => client.query(`alter role ${role} login password ${pg.escapeLiteral(password)}`));
+      await retryConcurrentUpdate(() => client.query(`grant connect, temporary on database ${pg.escapeIdentifier(database)} to ${role}`));
       await client.query(`create schema if not exists ${service} authorization ${role}`);
       await client.query(`revoke all on schema ${service} from public`);
       const url = new URL(adminUrl);
@@ -113,5 +114,17 @@ export async function provisionServiceRoles(
     return urls;
   } finally {
     await client.end();
+  }
+}
+
+async function retryConcurrentUpdate<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      const concurrent = /tuple concurrently updated/.test(String((err as Error).message));
+      if (!concurrent || attempt >= 20) throw err;
+      await new Promise((r) => setTimeout(r, 20 + Math.random() * 80));
+    }
   }
 }
