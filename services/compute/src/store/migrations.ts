@@ -8,4 +8,87 @@ export const migrations: Migration[] = [
     up: (db) => createOutboxTable(db),
     down: (db) => db.schema.dropTable('outbox'),
   },
+  {
+    name: '0002_services',
+    // created_at is kept to the millisecond: it is half of the list cursor, and a cursor
+    // carried through a JavaScript Date must compare equal to the row it came from.
+    async up(db) {
+      await db.schema.createTable('services', (t) => {
+        t.uuid('id').primary().defaultTo(db.raw('gen_random_uuid()'));
+        t.uuid('workspace_id').notNullable();
+        t.uuid('vpc_id').notNullable();
+        t.text('name').notNullable();
+        t.text('service_type').notNullable();
+        t.text('instance_type').notNullable();
+        t.text('deployment_mode').notNullable();
+        t.text('image');
+        t.integer('port');
+        t.text('health_check_path');
+        t.integer('min_replicas').notNullable();
+        t.integer('max_replicas');
+        t.text('cron_schedule');
+        t.integer('disk_size_gb');
+        t.text('disk_mount_path');
+        t.jsonb('command');
+        t.jsonb('args');
+        t.integer('run_as_user').notNullable();
+        t.text('status').notNullable();
+        t.text('status_message');
+        // False until the cluster accepted the service: a row a crash left pending is
+        // found at start-up and finished (its cluster objects removed, the row dropped).
+        t.boolean('provisioned').notNullable().defaultTo(false);
+        t.uuid('current_deployment_id');
+        t.timestamp('created_at', { useTz: true, precision: 3 }).notNullable().defaultTo(db.fn.now());
+        t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(db.fn.now());
+        t.timestamp('deleted_at', { useTz: true });
+        t.index(['vpc_id', 'created_at', 'id']);
+        t.index(['status']);
+      });
+      // A deleted service frees its name.
+      await db.raw('create unique index services_vpc_name_live on services (vpc_id, name) where deleted_at is null');
+
+      await db.schema.createTable('deployments', (t) => {
+        t.uuid('id').primary().defaultTo(db.raw('gen_random_uuid()'));
+        t.uuid('service_id').notNullable().references('id').inTable('services').onDelete('CASCADE');
+        t.text('image').notNullable();
+        t.text('reason').notNullable();
+        t.uuid('rollback_of');
+        // pending (not yet accepted by the cluster) | deploying | succeeded | failed | superseded
+        t.text('status').notNullable();
+        t.text('message');
+        // False when it failed before reaching the cluster (a missing secret).
+        t.boolean('applied').notNullable().defaultTo(false);
+        // What the rollout ran, so a pending one can be finished after a crash: the service
+        // configuration and the environment as literals and secret references (never values).
+        t.jsonb('config').notNullable();
+        t.jsonb('env').notNullable();
+        t.timestamp('created_at', { useTz: true, precision: 3 }).notNullable().defaultTo(db.fn.now());
+        t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(db.fn.now());
+        t.timestamp('finished_at', { useTz: true });
+        t.index(['service_id', 'created_at', 'id']);
+        t.index(['status']);
+      });
+
+      await db.schema.createTable('env_vars', (t) => {
+        t.uuid('id').primary().defaultTo(db.raw('gen_random_uuid()'));
+        t.uuid('service_id').notNullable().references('id').inTable('services').onDelete('CASCADE');
+        t.text('key').notNullable();
+        t.integer('position').notNullable();
+        // Exactly one of: a literal value, or a reference to (secret_id, secret_key).
+        t.text('value');
+        t.uuid('secret_id');
+        t.text('secret_key');
+        t.timestamp('created_at', { useTz: true, precision: 3 }).notNullable().defaultTo(db.fn.now());
+        t.unique(['service_id', 'key']);
+      });
+      await db.raw(`alter table env_vars add constraint env_vars_literal_or_reference check (
+        (value is not null and secret_id is null and secret_key is null) or
+        (value is null and secret_id is not null and secret_key is not null))`);
+    },
+    async down(db) {
+      await db.schema.dropTable('env_vars');
+      await db.schema.dropTable('deployments');
+      await db.schema.dropTable('services');
+    },
+  },
 ];

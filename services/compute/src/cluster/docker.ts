@@ -1,0 +1,348 @@
+import Docker from 'dockerode';
+import { UnavailableError, vpcNetwork, type Logger } from '@pier/kit';
+import { isReference, referencesOf } from '../domain/env-vars.ts';
+import { referenceKey, type SecretsPort } from '../secrets-port.ts';
+import { WorkloadRejectedError, type ClusterPort, type ObserveResult, type ObserveTarget, type VpcScope, type WorkloadRef, type WorkloadSpec } from './port.ts';
+import { judge, MIN_READY_MS, type ReplicaUnit } from './replicas.ts';
+import { HealthProber } from './docker-health.ts';
+import { CronScheduler } from './docker-cron.ts';
+import { KIND_SERVICE, LABEL, containerName, volumeName, type DockerRole } from './docker-labels.ts';
+import type { Observation } from '../domain/status.ts';
+
+/**
+ * A crash-looping replica is restarted this many times, then left exited: both the
+ * `restarting` state in between and the final `exited` read as `crashed`, and a service
+ * that crashes for good stops burning CPU.
+ */
+export const MAX_RESTARTS = 3;
+
+export interface DockerClusterOptions {
+  /** `unix:///var/run/docker.sock` (default) or `tcp://host:port`. */
+  host?: string;
+  secrets: SecretsPort;
+  logger: Logger;
+  /** Per-request timeout of the Engine API. */
+  timeoutMs?: number;
+  /** How often the cron scheduler looks for due schedules. */
+  cronIntervalMs?: number;
+}
+
+/** dockerode options for a `unix://` or `tcp://` address. */
+export function dockerOptions(host: string | undefined, timeoutMs: number): Docker.DockerOptions {
+  const address = host ?? 'unix:///var/run/docker.sock';
+  if (address.startsWith('unix://')) return { socketPath: address.slice('unix://'.length), timeout: timeoutMs };
+  const url = new URL(address.replace(/^tcp:/, 'http:'));
+  return { host: url.hostname, port: Number(url.port || 2375), protocol: 'http', timeout: timeoutMs };
+}
+
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOENT', 'EACCES', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ESOCKETTIMEDOUT']);
+
+/** Engine API failures in our terms: unreachable is the caller's 503; everything else is the workload's. */
+export function dockerError(err: unknown, what: string): Error {
+  const e = err as { code?: string; statusCode?: number; json?: { message?: string }; reason?: string; message?: string };
+  if (e?.code && UNREACHABLE.has(e.code)) return new UnavailableError(`the cluster cannot be reached (docker: ${e.code})`, 'cluster_unavailable');
+  if (e?.message?.includes('timeout')) return new UnavailableError(`the cluster did not answer in time (docker ${what})`, 'cluster_unavailable');
+  const message = e?.json?.message ?? e?.reason ?? e?.message ?? String(err);
+  return new WorkloadRejectedError(`docker ${what}: ${message}`);
+}
+
+function statusCode(err: unknown): number | undefined {
+  return (err as { statusCode?: number })?.statusCode;
+}
+
+/** The exit code in a listing's Status (`Exited (137) 3 seconds ago`, `Restarting (1) ...`). */
+function exitCodeOf(status: string): string {
+  return /\((-?\d+)\)/.exec(status)?.[1] ?? '?';
+}
+
+export class DockerCluster implements ClusterPort {
+  readonly kind = 'docker' as const;
+  readonly docker: Docker;
+  private readonly prober = new HealthProber();
+  private readonly cron: CronScheduler;
+  private cpus?: number;
+  private readonly vpcLocks = new Map<string, Promise<void>>();
+  /** Engine API requests made so far (benchmarks read it; each observeMany reports its own). */
+  calls = 0;
+
+  constructor(private readonly opts: DockerClusterOptions) {
+    this.docker = new Docker(dockerOptions(opts.host, opts.timeoutMs ?? 15_000));
+    this.cron = new CronScheduler(this, opts.logger, opts.cronIntervalMs);
+  }
+
+  /** Every Engine API call goes through here: counted (also on `tally`, one operation's own count), and its failure translated. */
+  async call<T>(what: string, fn: () => Promise<T>, tally?: { calls: number }): Promise<T> {
+    this.calls++;
+    if (tally) tally.calls++;
+    try {
+      return await fn();
+    } catch (err) {
+      throw dockerError(err, what);
+    }
+  }
+
+  /** The scheduler that runs cron services' containers on time (see docker-cron.ts). */
+  get scheduler(): CronScheduler {
+    return this.cron;
+  }
+
+  start(): void {
+    this.cron.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.cron.stop();
+  }
+
+  async ping(): Promise<void> {
+    await this.call('ping', () => this.docker.ping());
+  }
+
+  async ensureVpc(scope: VpcScope): Promise<void> {
+    // Docker does not make network names unique under concurrent creates (CheckDuplicate
+    // is best effort): creates for one VPC are serialized here, and duplicates that another
+    // process made anyway are folded into the oldest.
+    const key = scope.vpcId;
+    const previous = this.vpcLocks.get(key) ?? Promise.resolve();
+    const mine = previous.catch(() => undefined).then(() => this.ensureNetwork(scope));
+    this.vpcLocks.set(key, mine);
+    try {
+      await mine;
+    } finally {
+      if (this.vpcLocks.get(key) === mine) this.vpcLocks.delete(key);
+    }
+  }
+
+  private async ensureNetwork(scope: VpcScope): Promise<void> {
+    const name = vpcNetwork(scope.vpcId);
+    const found = await this.call('network list', () => this.docker.listNetworks({ filters: JSON.stringify({ name: [name] }) }));
+    // The name filter matches substrings: keep exact matches only.
+    const exact = found.filter((n) => n.Name === name).sort((a, b) => Date.parse(a.Created) - Date.parse(b.Created));
+    if (exact.length > 1) {
+      for (const dup of exact.slice(1)) {
+        this.calls++;
+        await this.docker
+          .getNetwork(dup.Id)
+          .remove()
+          .catch((err: unknown) => this.opts.logger.warn({ err: String(err), network: dup.Id }, 'could not remove a duplicate VPC network'));
+      }
+    }
+    if (exact.length > 0) return;
+    await this.call('network create', () =>
+      this.docker.createNetwork({
+        Name: name,
+        Driver: 'bridge',
+        CheckDuplicate: true,
+        Labels: { [LABEL.managed]: 'true', [LABEL.workspace]: scope.workspaceId, [LABEL.vpc]: scope.vpcId },
+      }),
+    );
+  }
+
+  async apply(spec: WorkloadSpec): Promise<void> {
+    await this.ensureVpc(spec);
+    const existing = await this.listService(spec.serviceId);
+    const mine = existing.filter((c) => c.Labels[LABEL.deployment] === spec.deploymentId);
+    const base = await this.createOptions(spec);
+
+    if (spec.config.disk_size_gb !== null) await this.ensureVolume(spec);
+    if (spec.config.service_type === 'cron') {
+      if (!mine.some((c) => c.Labels[LABEL.role] === 'template')) {
+        // The schedule's definition: created, never started; the scheduler runs copies of it.
+        await this.create(base, spec, 'template', 'cron');
+      }
+    } else {
+      for (let i = 0; i < spec.config.min_replicas; i++) {
+        const found = mine.find((c) => c.Labels[LABEL.role] === 'replica' && c.Labels[LABEL.replica] === String(i));
+        if (!found) {
+          const id = await this.create(base, spec, 'replica', String(i));
+          await this.call('container start', () => this.docker.getContainer(id).start());
+        } else if (found.State === 'created') {
+          await this.call('container start', () => this.docker.getContainer(found.Id).start());
+        }
+      }
+    }
+    // The new replicas are up: retire every other deployment's containers.
+    for (const c of existing) {
+      if (c.Labels[LABEL.deployment] !== spec.deploymentId) await this.remove(c.Id);
+    }
+  }
+
+  async observeMany(scope: VpcScope, targets: ObserveTarget[]): Promise<ObserveResult> {
+    // Counted on its own: other work (the cron scheduler, other requests) runs meanwhile.
+    const tally = { calls: 0 };
+    // One target (a detail read): only its containers; otherwise the whole VPC's at once.
+    const only = targets.length === 1 ? [`${LABEL.service}=${targets[0]!.serviceId}`] : [];
+    const containers = await this.call(
+      'container list',
+      () =>
+        this.docker.listContainers({
+          all: true,
+          filters: JSON.stringify({ label: [`${LABEL.managed}=true`, `${LABEL.kind}=${KIND_SERVICE}`, `${LABEL.vpc}=${scope.vpcId}`, ...only] }),
+        }),
+      tally,
+    );
+    const byService = new Map<string, Docker.ContainerInfo[]>();
+    for (const c of containers) {
+      const id = c.Labels[LABEL.service];
+      if (id) (byService.get(id) ?? byService.set(id, []).get(id)!).push(c);
+    }
+    const network = vpcNetwork(scope.vpcId);
+    const observations = new Map<string, Observation>();
+    await Promise.all(
+      targets.map(async (t) => {
+        const units = await Promise.all((byService.get(t.serviceId) ?? []).map((c) => this.unitOf(c, t, network)));
+        observations.set(t.serviceId, judge(t, units, { missingIsFailure: true, cronNeedsTemplate: true }));
+      }),
+    );
+    return { observations, calls: tally.calls };
+  }
+
+  async delete(ref: WorkloadRef): Promise<void> {
+    for (const c of await this.listService(ref.serviceId)) await this.remove(c.Id);
+    this.calls++;
+    try {
+      await this.docker.getVolume(volumeName(ref.serviceId)).remove();
+    } catch (err) {
+      if (statusCode(err) !== 404) throw dockerError(err, 'volume remove');
+    }
+  }
+
+  /** Every container of one service (all states). */
+  async listService(serviceId: string): Promise<Docker.ContainerInfo[]> {
+    return this.call('container list', () =>
+      this.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${LABEL.managed}=true`, `${LABEL.service}=${serviceId}`] }) }),
+    );
+  }
+
+  async remove(id: string): Promise<void> {
+    this.prober.forget(id);
+    this.calls++;
+    try {
+      await this.docker.getContainer(id).remove({ force: true, v: false });
+    } catch (err) {
+      // Gone already, or already being removed by an earlier attempt: both are the goal.
+      const code = statusCode(err);
+      if (code !== 404 && code !== 409) throw dockerError(err, 'container remove');
+    }
+  }
+
+  private async unitOf(c: Docker.ContainerInfo, t: ObserveTarget, network: string): Promise<ReplicaUnit> {
+    const role = (c.Labels[LABEL.role] ?? 'replica') as DockerRole;
+    const replica = c.Labels[LABEL.replica] ?? '?';
+    const unit = (state: ReplicaUnit['state'], message: string | null = null): ReplicaUnit => ({
+      deploymentId: c.Labels[LABEL.deployment] ?? null,
+      role,
+      state,
+      message,
+      createdAt: c.Created * 1000,
+    });
+    const who = role === 'run' ? `the run started ${new Date(c.Created * 1000).toISOString()}` : `replica ${replica}`;
+    switch (c.State) {
+      case 'created':
+        return unit(role === 'template' ? 'ready' : 'pending');
+      case 'running': {
+        if (role === 'run') return unit('pending');
+        if (t.serviceType !== 'web' || !t.healthCheckPath || t.port === null) {
+          // Created is whole seconds; a restarted container is caught by its `restarting` state.
+          const up = Date.now() - c.Created * 1000;
+          return up >= MIN_READY_MS ? unit('ready') : unit('pending', `${who} is starting`);
+        }
+        const ip = c.NetworkSettings?.Networks?.[network]?.IPAddress || undefined;
+        const problem = await this.prober.check(c.Id, ip, t.port, t.healthCheckPath);
+        return problem ? unit('pending', problem) : unit('ready');
+      }
+      case 'restarting':
+        return unit('failed', `${who} is restart-looping (last exit code ${exitCodeOf(c.Status)})`);
+      case 'exited': {
+        const code = exitCodeOf(c.Status);
+        if (role === 'run' && code === '0') return unit('done');
+        const killed = code === '137' ? ' (killed, or out of memory)' : '';
+        return unit('failed', `${who} exited with code ${code}${killed}`);
+      }
+      case 'removing':
+        return unit('pending', `${who} is being removed`);
+      default: // paused, dead
+        return unit('failed', `${who} is ${c.State}`);
+    }
+  }
+
+  /** The container definition every replica (and cron run) of this deployment shares. */
+  private async createOptions(spec: WorkloadSpec): Promise<Docker.ContainerCreateOptions> {
+    const c = spec.config;
+    const refs = referencesOf(spec.env);
+    const values = refs.length ? await this.opts.secrets.resolve(spec, refs) : new Map<string, string>();
+    const env = spec.env.map((e) => `${e.key}=${isReference(e) ? values.get(referenceKey({ secretId: e.secret_id, key: e.secret_key })) : e.value}`);
+    const cpus = Math.min(spec.resources.cpu, await this.hostCpus());
+    const memory = spec.resources.memoryMiB * 1024 * 1024;
+    const network = vpcNetwork(spec.vpcId);
+    return {
+      Image: spec.image,
+      ...(c.command ? { Entrypoint: c.command } : {}),
+      ...(c.args && c.args.length ? { Cmd: c.args } : {}),
+      Env: env,
+      User: String(c.run_as_user),
+      ...(c.port !== null ? { ExposedPorts: { [`${c.port}/tcp`]: {} } } : {}),
+      HostConfig: {
+        NanoCpus: Math.round(cpus * 1e9),
+        Memory: memory,
+        MemorySwap: memory, // no swap beyond the limit: out of memory is out of memory
+        RestartPolicy: c.service_type === 'cron' ? { Name: 'no' } : { Name: 'on-failure', MaximumRetryCount: MAX_RESTARTS },
+        NetworkMode: network,
+        SecurityOpt: ['no-new-privileges'],
+        LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '3' } },
+        ...(c.disk_mount_path ? { Mounts: [{ Type: 'volume', Source: volumeName(spec.serviceId), Target: c.disk_mount_path }] } : {}),
+      },
+      // Other services of the VPC reach this one by its name.
+      NetworkingConfig: { EndpointsConfig: { [network]: { Aliases: [spec.serviceName] } } },
+    };
+  }
+
+  private async create(base: Docker.ContainerCreateOptions, spec: WorkloadSpec, role: DockerRole, suffix: string): Promise<string> {
+    const labels: Record<string, string> = {
+      [LABEL.managed]: 'true',
+      [LABEL.kind]: KIND_SERVICE,
+      [LABEL.workspace]: spec.workspaceId,
+      [LABEL.vpc]: spec.vpcId,
+      [LABEL.service]: spec.serviceId,
+      [LABEL.serviceName]: spec.serviceName,
+      [LABEL.deployment]: spec.deploymentId,
+      [LABEL.role]: role,
+    };
+    if (role === 'replica') labels[LABEL.replica] = suffix;
+    if (role === 'template') labels[LABEL.cronSchedule] = spec.config.cron_schedule ?? '';
+    const name = containerName(spec.serviceName, spec.deploymentId, suffix);
+    try {
+      const created = await this.call('container create', () => this.docker.createContainer({ ...base, name, Labels: labels }));
+      return created.id;
+    } catch (err) {
+      if (err instanceof WorkloadRejectedError && /No such image/i.test(err.message)) {
+        throw new WorkloadRejectedError(`image ${spec.image} is not available in the cluster (no such image)`);
+      }
+      // A retry of an apply that created it already: take the existing one.
+      if (err instanceof WorkloadRejectedError && /already in use/.test(err.message)) {
+        const found = (await this.listService(spec.serviceId)).find((c) => c.Names.includes(`/${name}`));
+        if (found) return found.Id;
+      }
+      throw err;
+    }
+  }
+
+  private async ensureVolume(spec: WorkloadSpec): Promise<void> {
+    // Docker's local driver cannot cap a volume's size: disk_size_gb is enforced on Kubernetes only.
+    await this.call('volume create', () =>
+      this.docker.createVolume({
+        Name: volumeName(spec.serviceId),
+        Labels: { [LABEL.managed]: 'true', [LABEL.kind]: KIND_SERVICE, [LABEL.vpc]: spec.vpcId, [LABEL.service]: spec.serviceId },
+      }),
+    );
+  }
+
+  /** Docker refuses a CPU limit above the host's count, so bigger instance types get the whole host. */
+  private async hostCpus(): Promise<number> {
+    if (this.cpus === undefined) {
+      const info = (await this.call('info', () => this.docker.info())) as { NCPU?: number };
+      this.cpus = info.NCPU ?? 1;
+    }
+    return this.cpus;
+  }
+}

@@ -1,0 +1,215 @@
+// The Kubernetes objects one service becomes. Pure functions: the adapter sends them, the
+// tests validate them against the Kubernetes schemas.
+import { secretObjectName, vpcNamespace } from '@pier/kit';
+import { isReference } from '../domain/env-vars.ts';
+import type { VpcScope, WorkloadRef, WorkloadSpec } from './port.ts';
+
+export const K8S_LABEL = {
+  managedBy: 'app.kubernetes.io/managed-by',
+  name: 'app.kubernetes.io/name',
+  kind: 'pier.dev/kind',
+  workspace: 'pier.dev/workspace',
+  vpc: 'pier.dev/vpc',
+  service: 'pier.dev/service',
+  deployment: 'pier.dev/deployment',
+  role: 'pier.dev/role',
+} as const;
+export const MANAGED_BY = 'pier';
+/** Namespaces carrying this label (an ingress controller's) may reach a VPC's services. */
+export const INGRESS_NAMESPACE_LABEL = 'pier.dev/ingress';
+/** The label selector of every pod compute runs, in every VPC namespace. */
+export const POD_SELECTOR = `${K8S_LABEL.managedBy}=${MANAGED_BY},${K8S_LABEL.kind}=service`;
+
+export type Manifest = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> }; [k: string]: unknown };
+
+/** The rollout deadline, matched with the domain's PROGRESS_DEADLINE_MS. */
+const PROGRESS_DEADLINE_SECONDS = 180;
+const STARTING_DEADLINE_SECONDS = 120;
+
+export function diskClaimName(serviceName: string): string {
+  return `${serviceName}-disk`;
+}
+
+function serviceLabels(ref: WorkloadRef): Record<string, string> {
+  return {
+    [K8S_LABEL.managedBy]: MANAGED_BY,
+    [K8S_LABEL.kind]: 'service',
+    [K8S_LABEL.name]: ref.serviceName,
+    [K8S_LABEL.workspace]: ref.workspaceId,
+    [K8S_LABEL.vpc]: ref.vpcId,
+    [K8S_LABEL.service]: ref.serviceId,
+  };
+}
+
+function meta(ref: WorkloadRef, name: string) {
+  return { name, namespace: vpcNamespace(ref.vpcId), labels: serviceLabels(ref) };
+}
+
+export function cpuQuantity(cpu: number): string {
+  return `${Math.round(cpu * 1000)}m`;
+}
+
+export function namespaceManifest(scope: VpcScope): Manifest {
+  return {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: {
+      name: vpcNamespace(scope.vpcId),
+      labels: { [K8S_LABEL.managedBy]: MANAGED_BY, [K8S_LABEL.workspace]: scope.workspaceId, [K8S_LABEL.vpc]: scope.vpcId },
+    },
+  };
+}
+
+/** A VPC is its namespace: pods take traffic from their own namespace and the ingress controller's only. */
+export function networkPolicyManifest(scope: VpcScope): Manifest {
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: { name: 'pier-vpc-isolation', namespace: vpcNamespace(scope.vpcId), labels: { [K8S_LABEL.managedBy]: MANAGED_BY } },
+    spec: {
+      podSelector: {},
+      policyTypes: ['Ingress'],
+      ingress: [{ from: [{ podSelector: {} }, { namespaceSelector: { matchLabels: { [INGRESS_NAMESPACE_LABEL]: 'true' } } }] }],
+    },
+  };
+}
+
+function env(spec: WorkloadSpec) {
+  return spec.env.map((e) =>
+    isReference(e)
+      ? { name: e.key, valueFrom: { secretKeyRef: { name: secretObjectName(e.secret_id), key: e.secret_key } } }
+      : { name: e.key, value: e.value },
+  );
+}
+
+function podTemplate(spec: WorkloadSpec, role: 'replica' | 'run') {
+  const c = spec.config;
+  const resources = { cpu: cpuQuantity(spec.resources.cpu), memory: `${spec.resources.memoryMiB}Mi` };
+  const container: Record<string, unknown> = {
+    name: 'app',
+    image: spec.image,
+    imagePullPolicy: 'IfNotPresent',
+    env: env(spec),
+    resources: { requests: resources, limits: resources },
+    securityContext: { allowPrivilegeEscalation: false },
+  };
+  if (c.command) container.command = c.command;
+  if (c.args && c.args.length) container.args = c.args;
+  if (c.port !== null) container.ports = [{ name: 'http', containerPort: c.port, protocol: 'TCP' }];
+  if (c.service_type === 'web' && c.health_check_path && c.port !== null) {
+    container.readinessProbe = { httpGet: { path: c.health_check_path, port: c.port }, periodSeconds: 5, timeoutSeconds: 2, failureThreshold: 3 };
+  }
+  if (c.disk_mount_path) container.volumeMounts = [{ name: 'disk', mountPath: c.disk_mount_path }];
+  return {
+    metadata: {
+      labels: { ...serviceLabels(spec), [K8S_LABEL.deployment]: spec.deploymentId, [K8S_LABEL.role]: role },
+      annotations: { [K8S_LABEL.deployment]: spec.deploymentId },
+    },
+    spec: {
+      containers: [container],
+      restartPolicy: role === 'run' ? 'Never' : 'Always',
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      securityContext: { runAsUser: c.run_as_user, ...(c.disk_mount_path ? { fsGroup: c.run_as_user } : {}) },
+      ...(c.disk_mount_path ? { volumes: [{ name: 'disk', persistentVolumeClaim: { claimName: diskClaimName(spec.serviceName) } }] } : {}),
+    },
+  };
+}
+
+/** An HPA when the service may grow past its floor; HPAs never act on zero replicas, so the floor is at least 1. */
+export function wantsAutoscaler(spec: WorkloadSpec): boolean {
+  const c = spec.config;
+  return c.service_type !== 'cron' && c.max_replicas !== null && c.max_replicas > Math.max(1, c.min_replicas);
+}
+
+export function deploymentManifest(spec: WorkloadSpec): Manifest {
+  const c = spec.config;
+  const body: Record<string, unknown> = {
+    selector: { matchLabels: { [K8S_LABEL.service]: spec.serviceId } },
+    template: podTemplate(spec, 'replica'),
+    // A disk is ReadWriteOnce: the old pod must let go of it before the new one starts.
+    strategy: c.disk_size_gb !== null ? { type: 'Recreate' } : { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+    progressDeadlineSeconds: PROGRESS_DEADLINE_SECONDS,
+    revisionHistoryLimit: 3,
+  };
+  // With an autoscaler the replica count is its to set (sending ours would fight it), except at zero.
+  if (!wantsAutoscaler(spec) || c.min_replicas === 0) body.replicas = c.min_replicas;
+  return { apiVersion: 'apps/v1', kind: 'Deployment', metadata: meta(spec, spec.serviceName), spec: body };
+}
+
+export function cronJobManifest(spec: WorkloadSpec): Manifest {
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'CronJob',
+    metadata: meta(spec, spec.serviceName),
+    spec: {
+      schedule: spec.config.cron_schedule!,
+      timeZone: 'Etc/UTC',
+      concurrencyPolicy: 'Forbid',
+      startingDeadlineSeconds: STARTING_DEADLINE_SECONDS,
+      successfulJobsHistoryLimit: 3,
+      failedJobsHistoryLimit: 3,
+      jobTemplate: { metadata: { labels: serviceLabels(spec) }, spec: { backoffLimit: 0, template: podTemplate(spec, 'run') } },
+    },
+  };
+}
+
+export function serviceManifest(spec: WorkloadSpec): Manifest {
+  const port = spec.config.port!;
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: meta(spec, spec.serviceName),
+    spec: { type: 'ClusterIP', selector: { [K8S_LABEL.service]: spec.serviceId }, ports: [{ name: 'http', port, targetPort: port, protocol: 'TCP' }] },
+  };
+}
+
+export function autoscalerManifest(spec: WorkloadSpec): Manifest {
+  const c = spec.config;
+  return {
+    apiVersion: 'autoscaling/v2',
+    kind: 'HorizontalPodAutoscaler',
+    metadata: meta(spec, spec.serviceName),
+    spec: {
+      scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: spec.serviceName },
+      minReplicas: Math.max(1, c.min_replicas),
+      maxReplicas: c.max_replicas!,
+      metrics: [{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 80 } } }],
+    },
+  };
+}
+
+export function volumeClaimManifest(spec: WorkloadSpec): Manifest {
+  return {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: meta(spec, diskClaimName(spec.serviceName)),
+    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: `${spec.config.disk_size_gb}Gi` } } },
+  };
+}
+
+/** Everything one service may own, by kind and name: what delete removes. */
+export function ownedObjects(ref: WorkloadRef): { apiVersion: string; kind: string; name: string }[] {
+  return [
+    { apiVersion: 'apps/v1', kind: 'Deployment', name: ref.serviceName },
+    { apiVersion: 'batch/v1', kind: 'CronJob', name: ref.serviceName },
+    { apiVersion: 'v1', kind: 'Service', name: ref.serviceName },
+    { apiVersion: 'autoscaling/v2', kind: 'HorizontalPodAutoscaler', name: ref.serviceName },
+    { apiVersion: 'v1', kind: 'PersistentVolumeClaim', name: diskClaimName(ref.serviceName) },
+  ];
+}
+
+/** The objects `spec` needs, and those of the kinds it owns that it must not have (to delete). */
+export function desiredObjects(spec: WorkloadSpec): { apply: Manifest[]; remove: { apiVersion: string; kind: string; name: string }[] } {
+  const c = spec.config;
+  const apply: Manifest[] = [];
+  if (c.disk_size_gb !== null) apply.push(volumeClaimManifest(spec));
+  if (c.service_type === 'cron') apply.push(cronJobManifest(spec));
+  else {
+    apply.push(deploymentManifest(spec));
+    if (c.port !== null) apply.push(serviceManifest(spec));
+    if (wantsAutoscaler(spec)) apply.push(autoscalerManifest(spec));
+  }
+  const wanted = new Set(apply.map((m) => `${m.kind}/${m.metadata.name}`));
+  return { apply, remove: ownedObjects(spec).filter((o) => !wanted.has(`${o.kind}/${o.name}`)) };
+}

@@ -1,0 +1,223 @@
+import {
+  KubeConfig,
+  KubernetesObjectApi,
+  PatchStrategy,
+  ServerConfiguration,
+  VersionApi,
+  createConfiguration,
+  type KubernetesObject,
+  type RequestContext,
+  type ResponseContext,
+  type V1Pod,
+} from '@kubernetes/client-node';
+// Not re-exported by the package root; the generic object API serializes bodies through it.
+import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
+import { UnavailableError, vpcNamespace, type Logger } from '@pier/kit';
+import { WorkloadRejectedError, type ClusterPort, type ObserveResult, type ObserveTarget, type VpcScope, type WorkloadRef, type WorkloadSpec } from './port.ts';
+import { judge, MIN_READY_MS, type ReplicaUnit } from './replicas.ts';
+import { K8S_LABEL, POD_SELECTOR, desiredObjects, namespaceManifest, networkPolicyManifest, ownedObjects, type Manifest } from './kubernetes-manifests.ts';
+import type { Observation } from '../domain/status.ts';
+
+/** Field manager of compute's server-side applies. */
+export const FIELD_MANAGER = 'pier-compute';
+
+/** Waiting reasons that mean the pod will not start without someone changing something. */
+const FAILING_REASONS = new Set([
+  'CrashLoopBackOff',
+  'ErrImagePull',
+  'ImagePullBackOff',
+  'ErrImageNeverPull',
+  'InvalidImageName',
+  'CreateContainerConfigError',
+  'CreateContainerError',
+  'RunContainerError',
+]);
+
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE']);
+
+/** API failures in our terms: unreachable (or a 5xx) is the caller's 503; a refusal is the workload's. */
+export function kubernetesError(err: unknown, what: string): Error {
+  const e = err as { code?: number | string; body?: unknown; message?: string; cause?: { code?: string } };
+  const netCode = typeof e?.code === 'string' ? e.code : e?.cause?.code;
+  if (netCode && UNREACHABLE.has(netCode)) return new UnavailableError(`the cluster cannot be reached (kubernetes: ${netCode})`, 'cluster_unavailable');
+  if (typeof e?.code === 'number') {
+    if (e.code >= 500 || e.code === 429) return new UnavailableError(`the cluster is not answering (kubernetes ${what}: ${e.code})`, 'cluster_unavailable');
+    let detail = e.message ?? '';
+    try {
+      const body = typeof e.body === 'string' ? JSON.parse(e.body) : e.body;
+      if (body && typeof body === 'object' && 'message' in body) detail = String((body as { message: unknown }).message);
+    } catch {
+      // not JSON: keep the message
+    }
+    return new WorkloadRejectedError(`kubernetes ${what}: ${detail}`);
+  }
+  if (/fetch failed|socket hang up|ECONNREFUSED|network|abort|timeout/i.test(e?.message ?? '') || (err as Error)?.name === 'AbortError' || (err as Error)?.name === 'TimeoutError') {
+    return new UnavailableError(`the cluster cannot be reached (kubernetes: ${e?.message})`, 'cluster_unavailable');
+  }
+  return err instanceof Error ? err : new Error(String(err));
+}
+
+/** The client's model name for a manifest: `apps/v1` Deployment -> `V1Deployment`. */
+function modelTypeOf(m: Manifest): string {
+  const version = m.apiVersion.split('/').pop()!;
+  return `${version.charAt(0).toUpperCase()}${version.slice(1)}${m.kind}`;
+}
+
+function isNotFound(err: unknown): boolean {
+  return (err as { code?: number })?.code === 404;
+}
+
+function podUnit(pod: V1Pod): ReplicaUnit {
+  const labels = pod.metadata?.labels ?? {};
+  const role = labels[K8S_LABEL.role] === 'run' ? 'run' : 'replica';
+  const name = pod.metadata?.name ?? '?';
+  const createdAt = pod.metadata?.creationTimestamp ? new Date(pod.metadata.creationTimestamp).getTime() : 0;
+  const unit = (state: ReplicaUnit['state'], message: string | null = null): ReplicaUnit => ({
+    deploymentId: labels[K8S_LABEL.deployment] ?? null,
+    role,
+    state,
+    message,
+    createdAt,
+  });
+  const phase = pod.status?.phase;
+  const statuses = pod.status?.containerStatuses ?? [];
+  if (phase === 'Succeeded') return role === 'run' ? unit('done') : unit('failed', `pod ${name} exited`);
+  if (phase === 'Failed') {
+    const term = statuses.find((s) => s.state?.terminated)?.state?.terminated;
+    return unit('failed', `pod ${name} failed${term ? ` with exit code ${term.exitCode}${term.reason ? ` (${term.reason})` : ''}` : pod.status?.reason ? ` (${pod.status.reason})` : ''}`);
+  }
+  for (const s of statuses) {
+    const waiting = s.state?.waiting;
+    if (waiting?.reason && FAILING_REASONS.has(waiting.reason)) {
+      return unit('failed', `pod ${name}: ${waiting.reason}${waiting.message ? `: ${waiting.message}` : ''}`);
+    }
+  }
+  if (pod.metadata?.deletionTimestamp) return unit('pending', `pod ${name} is terminating`);
+  const ready = pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+  if (!ready) return unit('pending', `pod ${name} is ${phase ?? 'Pending'} and not ready yet`);
+  if (role === 'run') return unit('pending');
+  // Without a readiness probe a pod is Ready as soon as it runs: hold it to the same
+  // minimum uptime as on Docker, so an instant crash is not read as a success.
+  const probed = pod.spec?.containers?.some((c) => c.readinessProbe);
+  const startedAt = statuses[0]?.state?.running?.startedAt;
+  const up = startedAt ? Date.now() - new Date(startedAt).getTime() : 0;
+  return probed || up >= MIN_READY_MS ? unit('ready') : unit('pending', `pod ${name} is starting`);
+}
+
+export class KubernetesCluster implements ClusterPort {
+  readonly kind = 'kubernetes' as const;
+  private readonly objects: KubernetesObjectApi;
+  private readonly version: VersionApi;
+  /** API requests made so far (discovery included). */
+  calls = 0;
+
+  constructor(
+    kc: KubeConfig,
+    private readonly log: Logger,
+    timeoutMs = 10_000,
+  ) {
+    const cluster = kc.getCurrentCluster();
+    if (!cluster) throw new Error('the kubeconfig names no current cluster');
+    // Every request gets a deadline: a black-holed API server is a 503, not a request
+    // hanging while its row sits pending.
+    const deadline = {
+      pre: async (ctx: RequestContext) => {
+        ctx.setSignal(AbortSignal.timeout(timeoutMs));
+        return ctx;
+      },
+      post: async (ctx: ResponseContext) => ctx,
+    };
+    const configuration = createConfiguration({
+      baseServer: new ServerConfiguration(cluster.server, {}),
+      authMethods: { default: kc },
+      promiseMiddleware: [deadline],
+    });
+    this.objects = new KubernetesObjectApi(configuration);
+    this.version = new VersionApi(configuration);
+  }
+
+  /** From a kubeconfig file, or else the in-cluster service account / $KUBECONFIG. */
+  static fromKubeconfig(path: string | undefined, log: Logger): KubernetesCluster {
+    const kc = new KubeConfig();
+    if (path) kc.loadFromFile(path);
+    else kc.loadFromDefault();
+    return new KubernetesCluster(kc, log);
+  }
+
+  private async call<T>(what: string, fn: () => Promise<T>, tally?: { calls: number }): Promise<T> {
+    this.calls++;
+    if (tally) tally.calls++;
+    try {
+      return await fn();
+    } catch (err) {
+      throw kubernetesError(err, what);
+    }
+  }
+
+  async ping(): Promise<void> {
+    await this.call('version', () => this.version.getCode());
+  }
+
+  /** Server-side apply: creates or updates in one idempotent request, owning the fields we send. */
+  private async serverSideApply(manifest: Manifest): Promise<void> {
+    // The client serializes through its typed models, whose property names differ from the
+    // wire names in places (NetworkPolicy's `from` is `_from`): hand it a typed object, so
+    // what goes out is the manifest as written.
+    const typed = ObjectSerializer.deserialize(manifest, modelTypeOf(manifest)) as KubernetesObject;
+    await this.call(`apply ${manifest.kind}/${manifest.metadata.name}`, () =>
+      this.objects.patch(typed, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply),
+    );
+  }
+
+  /** Deletes one object; true when there was one to delete. */
+  private async remove(namespace: string, o: { apiVersion: string; kind: string; name: string }): Promise<boolean> {
+    this.calls++;
+    try {
+      await this.objects.delete({ apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.name, namespace } }, undefined, undefined, undefined, undefined, 'Background');
+      return true;
+    } catch (err) {
+      if (!isNotFound(err)) throw kubernetesError(err, `delete ${o.kind}/${o.name}`);
+      return false;
+    }
+  }
+
+  async ensureVpc(scope: VpcScope): Promise<void> {
+    await this.serverSideApply(namespaceManifest(scope));
+    await this.serverSideApply(networkPolicyManifest(scope));
+  }
+
+  async apply(spec: WorkloadSpec): Promise<void> {
+    await this.ensureVpc(spec);
+    const { apply, remove } = desiredObjects(spec);
+    for (const m of apply) await this.serverSideApply(m);
+    // A service that changed type (or dropped its port, autoscaler or disk) loses those objects.
+    for (const o of remove) {
+      if (await this.remove(vpcNamespace(spec.vpcId), o)) this.log.info({ service: spec.serviceId, kind: o.kind, name: o.name }, 'removed an object the service no longer needs');
+    }
+  }
+
+  async observeMany(scope: VpcScope, targets: ObserveTarget[]): Promise<ObserveResult> {
+    // Pods alone tell the state of every service in the VPC, cron runs included: one request
+    // (the client's API discovery for `v1` happens once per process and is not counted).
+    const tally = { calls: 0 };
+    const list = await this.call(
+      'list pods',
+      () => this.objects.list<V1Pod>('v1', 'Pod', vpcNamespace(scope.vpcId), undefined, undefined, undefined, undefined, POD_SELECTOR),
+      tally,
+    );
+    const byService = new Map<string, ReplicaUnit[]>();
+    for (const pod of list.items) {
+      const id = pod.metadata?.labels?.[K8S_LABEL.service];
+      if (id) (byService.get(id) ?? byService.set(id, []).get(id)!).push(podUnit(pod));
+    }
+    const observations = new Map<string, Observation>();
+    for (const t of targets) {
+      observations.set(t.serviceId, judge(t, byService.get(t.serviceId) ?? [], { missingIsFailure: false, cronNeedsTemplate: false }));
+    }
+    return { observations, calls: tally.calls };
+  }
+
+  async delete(ref: WorkloadRef): Promise<void> {
+    for (const o of ownedObjects(ref)) await this.remove(vpcNamespace(ref.vpcId), o);
+  }
+}

@@ -1,0 +1,76 @@
+// The cluster as compute sees it, after crossplane's managed-resource contract: `observe`
+// says whether a service's workload exists and what state it is in; `apply` and `delete`
+// are idempotent, so a retry after a crash or a timeout is always safe. Two adapters:
+// docker.ts (one machine) and kubernetes.ts.
+import type { EnvEntry } from '../domain/env-vars.ts';
+import type { ServiceConfig } from '../domain/service-config.ts';
+import type { InstanceResources } from '../domain/instance-types.ts';
+import type { Observation } from '../domain/status.ts';
+
+export type { Observation, Phase } from '../domain/status.ts';
+
+export interface VpcScope {
+  workspaceId: string;
+  vpcId: string;
+}
+
+/** Enough to find every object of one service in the cluster. */
+export interface WorkloadRef extends VpcScope {
+  serviceId: string;
+  serviceName: string;
+}
+
+/** The desired state of one service: what one deployment of it runs. */
+export interface WorkloadSpec extends WorkloadRef {
+  deploymentId: string;
+  image: string;
+  config: ServiceConfig;
+  resources: InstanceResources;
+  /** Literals and secret references; adapters inject references their own way. */
+  env: EnvEntry[];
+}
+
+/** What a live read needs to judge one service: the deployment it should be running. */
+export interface ObserveTarget {
+  serviceId: string;
+  serviceType: ServiceConfig['service_type'];
+  deploymentId: string | null;
+  /** Replicas the deployment asks for (min_replicas; 0 means scaled to zero). */
+  replicas: number;
+  port: number | null;
+  healthCheckPath: string | null;
+}
+
+export interface ObserveResult {
+  observations: Map<string, Observation>;
+  /** Requests this read made to the cluster's API (the benchmark's "cluster calls per list"). */
+  calls: number;
+}
+
+export interface ClusterPort {
+  readonly kind: 'docker' | 'kubernetes';
+  /** Answers when the cluster's API does; UnavailableError otherwise. */
+  ping(): Promise<void>;
+  /** Prepares the VPC's network (docker) or namespace and policy (kubernetes); proves the cluster answers. */
+  ensureVpc(scope: VpcScope): Promise<void>;
+  /** Makes the cluster run exactly `spec`: the new deployment's replicas, and no other deployment's. */
+  apply(spec: WorkloadSpec): Promise<void>;
+  /** Live state of every target in one VPC, in a constant number of API calls whatever the count. */
+  observeMany(scope: VpcScope, targets: ObserveTarget[]): Promise<ObserveResult>;
+  /** Removes everything of the service, its volume included. Removing what is not there succeeds. */
+  delete(ref: WorkloadRef): Promise<void>;
+  /** Background work the adapter owns (the docker adapter's cron scheduler). */
+  start?(): void;
+  stop?(): Promise<void>;
+}
+
+/**
+ * The cluster refused the workload itself (an image it does not have, a manifest it
+ * rejects): the deployment fails with this message; nothing is wrong with the request.
+ */
+export class WorkloadRejectedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'WorkloadRejectedError';
+  }
+}

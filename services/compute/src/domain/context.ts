@@ -1,0 +1,70 @@
+import { ConflictError, NotFoundError, isUuid, type Logger } from '@pier/kit';
+import type { ClusterPort, ObserveTarget, WorkloadRef, WorkloadSpec } from '../cluster/port.ts';
+import type { SecretsPort } from '../secrets-port.ts';
+import type { ComputeStore } from '../store/store.ts';
+import type { Deployment, Scope, Service } from './records.ts';
+import type { EnvEntry } from './env-vars.ts';
+import { resourcesOf } from './instance-types.ts';
+import { KeyedMutex } from './locks.ts';
+import type { DeploymentState } from './status.ts';
+
+/** What every use case works with. Built once in server.ts; no globals. */
+export interface ComputeContext {
+  store: ComputeStore;
+  cluster: ClusterPort;
+  secrets: SecretsPort;
+  log: Logger;
+  locks: KeyedMutex;
+  /** Called after a commit that wrote events, so the relay publishes them now rather than at its next pass. */
+  eventsWritten(): void;
+  now(): Date;
+}
+
+export function scopeOf(s: Service): Scope {
+  return { workspaceId: s.workspace_id, vpcId: s.vpc_id };
+}
+
+export function refOf(s: Service): WorkloadRef {
+  return { workspaceId: s.workspace_id, vpcId: s.vpc_id, serviceId: s.id, serviceName: s.name };
+}
+
+export function specOf(s: Service, d: Pick<Deployment, 'id' | 'image' | 'config' | 'env'>): WorkloadSpec {
+  return { ...refOf(s), deploymentId: d.id, image: d.image, config: d.config, resources: resourcesOf(d.config.instance_type), env: d.env as EnvEntry[] };
+}
+
+export function targetOf(s: Service, d: Deployment | undefined): ObserveTarget {
+  const config = d?.config ?? s;
+  return {
+    serviceId: s.id,
+    serviceType: config.service_type,
+    deploymentId: d?.id ?? null,
+    replicas: config.min_replicas,
+    port: config.port,
+    healthCheckPath: config.health_check_path,
+  };
+}
+
+export function deploymentState(d: Deployment | undefined): DeploymentState | null {
+  if (!d) return null;
+  return { id: d.id, status: d.status, reason: d.reason, applied: d.applied, message: d.message, createdAt: new Date(d.created_at) };
+}
+
+export function serviceNotFound(): NotFoundError {
+  return new NotFoundError('service not found', 'service_not_found');
+}
+
+/** A service of this VPC (deleted ones included, for a final read of `deleted`). */
+export async function findService(ctx: ComputeContext, scope: Scope, id: string): Promise<Service> {
+  if (!isUuid(id)) throw serviceNotFound();
+  const s = await ctx.store.findService(scope.vpcId, id.toLowerCase());
+  if (!s || s.workspace_id !== scope.workspaceId) throw serviceNotFound();
+  return s;
+}
+
+/** A service that can still be changed: not deleted (404), not being deleted (409). */
+export async function findMutable(ctx: ComputeContext, scope: Scope, id: string): Promise<Service> {
+  const s = await findService(ctx, scope, id);
+  if (s.deleted_at) throw serviceNotFound();
+  if (s.status === 'deleting') throw new ConflictError('service is being deleted', 'service_deleting');
+  return s;
+}

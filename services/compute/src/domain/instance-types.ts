@@ -1,0 +1,26 @@
+/**
+ * The instance ladder. The spec names `svc.nano` through `svc.xlarge` with `svc.small` among
+ * them; the steps between are ours. Each step at least doubles what the one below gives,
+ * except `large`, which buys memory at the same CPU (memory-heavy services are the common
+ * reason to outgrow `medium`). Limits equal requests: a replica gets exactly this, no burst.
+ */
+export const INSTANCE_TYPES = {
+  'svc.nano': { cpu: 0.25, memoryMiB: 256 },
+  'svc.micro': { cpu: 0.5, memoryMiB: 512 },
+  'svc.small': { cpu: 1, memoryMiB: 1024 },
+  'svc.medium': { cpu: 2, memoryMiB: 2048 },
+  'svc.large': { cpu: 2, memoryMiB: 4096 },
+  'svc.xlarge': { cpu: 4, memoryMiB: 8192 },
+} as const;
+
+export type InstanceType = keyof typeof INSTANCE_TYPES;
+export const INSTANCE_TYPE_NAMES = Object.keys(INSTANCE_TYPES) as [InstanceType, ...InstanceType[]];
+
+export interface InstanceResources {
+  cpu: number;
+  memoryMiB: number;
+}
+
+export function resourcesOf(type: InstanceType): InstanceResources {
+  return INSTANCE_TYPES[type];
+}

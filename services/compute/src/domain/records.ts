@@ -1,0 +1,41 @@
+// The records compute keeps, in the spec's own vocabulary (snake_case, as in the API).
+import type { ServiceConfig } from './service-config.ts';
+import type { DeploymentReason, DeploymentStatus, ServiceStatus } from './status.ts';
+import type { EnvEntry } from './env-vars.ts';
+
+export interface Service extends ServiceConfig {
+  id: string;
+  workspace_id: string;
+  vpc_id: string;
+  status: ServiceStatus;
+  status_message: string | null;
+  /** False while a create waits for the cluster (never shown to clients). */
+  provisioned: boolean;
+  current_deployment_id: string | null;
+  created_at: Date;
+  updated_at: Date;
+  deleted_at: Date | null;
+}
+
+export interface Deployment {
+  id: string;
+  service_id: string;
+  image: string;
+  reason: DeploymentReason;
+  rollback_of: string | null;
+  status: DeploymentStatus;
+  message: string | null;
+  applied: boolean;
+  config: ServiceConfig;
+  env: EnvEntry[];
+  created_at: Date;
+  updated_at: Date;
+  finished_at: Date | null;
+}
+
+export type EnvVar = EnvEntry & { id: string };
+
+export interface Scope {
+  workspaceId: string;
+  vpcId: string;
+}

@@ -1,0 +1,101 @@
+import { z } from 'zod';
+import { defineRoute, type Route } from '@pier/kit';
+import { createServiceBody, patchServiceBody } from '../domain/service-config.ts';
+import { createService, deleteService, getService, listServices, updateService } from '../domain/services.ts';
+import { DEFAULT_LIMIT, MAX_LIMIT } from '../domain/pagination.ts';
+import type { ComputeContext } from '../domain/context.ts';
+import { listOf, serviceJson, serviceSchema } from './shapes.ts';
+
+export const BASE = '/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services';
+/** How many cluster API requests a read made: the benchmark checks that a list makes one. */
+export const CLUSTER_CALLS_HEADER = 'x-pier-cluster-calls';
+
+export const vpcParams = z.object({ workspaceID: z.string(), vpcID: z.string() });
+export const serviceParams = vpcParams.extend({ serviceID: z.string() });
+export const pageQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(MAX_LIMIT).default(DEFAULT_LIMIT),
+  cursor: z.string().optional(),
+});
+
+export const scope = (p: { workspaceID: string; vpcID: string }) => ({ workspaceId: p.workspaceID, vpcId: p.vpcID });
+
+const errors = {
+  400: { description: 'Invalid input; `field` names the offending field' },
+  403: { description: 'insufficient workspace permissions' },
+  404: { description: 'Service not found' },
+  503: { description: 'The cluster (or the secrets service) cannot be reached; nothing was written' },
+};
+
+export function serviceRoutes(ctx: ComputeContext): Route[] {
+  return [
+    defineRoute({
+      method: 'get',
+      path: BASE,
+      summary: 'List services in the VPC with live status (deleted ones excluded)',
+      tag: 'services',
+      access: 'Member',
+      params: vpcParams,
+      query: pageQuery,
+      responses: { 200: { description: 'A page of services', schema: listOf(serviceSchema) }, 503: errors[503] },
+      handler: async ({ params, query }) => {
+        const page = await listServices(ctx, scope(params), query.limit, query.cursor);
+        return {
+          status: 200,
+          body: { items: page.items.map(serviceJson), next_cursor: page.nextCursor },
+          headers: { [CLUSTER_CALLS_HEADER]: String(page.clusterCalls) },
+        };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: BASE,
+      summary: 'Create a service (with `image`, its first deployment starts at once)',
+      tag: 'services',
+      access: 'Admin',
+      params: vpcParams,
+      body: createServiceBody,
+      responses: {
+        201: { description: 'The service', schema: serviceSchema },
+        400: errors[400],
+        403: errors[403],
+        409: { description: 'A service of that name exists in the VPC' },
+        503: errors[503],
+      },
+      handler: async ({ params, body }) => ({ status: 201, body: serviceJson(await createService(ctx, scope(params), body)) }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: `${BASE}/{serviceID}`,
+      summary: 'Service detail with live status (a deleted service reads `deleted`)',
+      tag: 'services',
+      access: 'Member',
+      params: serviceParams,
+      responses: { 200: { description: 'The service', schema: serviceSchema }, 404: errors[404], 503: errors[503] },
+      handler: async ({ params }) => {
+        const { service, clusterCalls } = await getService(ctx, scope(params), params.serviceID);
+        return { status: 200, body: serviceJson(service), headers: { [CLUSTER_CALLS_HEADER]: String(clusterCalls) } };
+      },
+    }),
+    defineRoute({
+      method: 'patch',
+      path: `${BASE}/{serviceID}`,
+      summary: 'Update configuration (a deployed service rolls out with it)',
+      tag: 'services',
+      access: 'Admin',
+      params: serviceParams,
+      body: patchServiceBody,
+      responses: { 200: { description: 'The service', schema: serviceSchema }, 400: errors[400], 403: errors[403], 404: errors[404], 503: errors[503] },
+      handler: async ({ params, body }) => ({ status: 200, body: serviceJson(await updateService(ctx, scope(params), params.serviceID, body)) }),
+    }),
+    defineRoute({
+      method: 'delete',
+      path: `${BASE}/{serviceID}`,
+      summary: 'Delete the service: `deleting` now, `deleted` once the cluster is torn down',
+      tag: 'services',
+      access: 'Admin',
+      params: serviceParams,
+      responses: { 202: { description: 'Teardown started', schema: serviceSchema }, 403: errors[403], 404: errors[404], 503: errors[503] },
+      handler: async ({ params }) => ({ status: 202, body: serviceJson(await deleteService(ctx, scope(params), params.serviceID)) }),
+    }),
+  ];
+}

@@ -1,0 +1,106 @@
+// The JSON compute answers with, and the zod schemas that document it in OpenAPI.
+import { z } from 'zod';
+import { DEPLOYMENT_MODES, SERVICE_TYPES } from '../domain/service-config.ts';
+import { INSTANCE_TYPE_NAMES, resourcesOf } from '../domain/instance-types.ts';
+import { DEPLOYMENT_REASONS, DEPLOYMENT_STATUSES, SERVICE_STATUSES } from '../domain/status.ts';
+import type { Deployment, EnvVar, Service } from '../domain/records.ts';
+
+const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
+
+export const serviceSchema = z.object({
+  id: z.string(),
+  workspace_id: z.string(),
+  vpc_id: z.string(),
+  name: z.string(),
+  service_type: z.enum(SERVICE_TYPES),
+  instance_type: z.enum(INSTANCE_TYPE_NAMES),
+  resources: z.object({ cpu: z.number(), memory_mib: z.number() }).describe('What the instance type gives each replica'),
+  deployment_mode: z.enum(DEPLOYMENT_MODES),
+  image: z.string().nullable(),
+  port: z.number().nullable(),
+  health_check_path: z.string().nullable(),
+  min_replicas: z.number(),
+  max_replicas: z.number().nullable(),
+  cron_schedule: z.string().nullable(),
+  disk_size_gb: z.number().nullable(),
+  disk_mount_path: z.string().nullable(),
+  command: z.array(z.string()).nullable(),
+  args: z.array(z.string()).nullable(),
+  run_as_user: z.number(),
+  status: z.enum(SERVICE_STATUSES),
+  status_message: z.string().nullable().describe('Why the service is crashed (or what it waits for)'),
+  current_deployment_id: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  deleted_at: z.string().nullable(),
+});
+
+export const deploymentSchema = z.object({
+  id: z.string(),
+  service_id: z.string(),
+  image: z.string(),
+  reason: z.enum(DEPLOYMENT_REASONS),
+  rollback_of: z.string().nullable(),
+  status: z.enum(DEPLOYMENT_STATUSES.filter((s) => s !== 'pending') as [string, ...string[]]),
+  message: z.string().nullable().describe('Why it failed (for example a missing secret)'),
+  created_at: z.string(),
+  finished_at: z.string().nullable(),
+});
+
+export const envVarSchema = z.union([
+  z.object({ id: z.string(), key: z.string(), value: z.string() }),
+  z.object({ id: z.string(), key: z.string(), secret_id: z.string(), secret_key: z.string() }),
+]);
+
+export const listOf = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item), next_cursor: z.string().nullable() });
+export const rolloutSchema = z.object({ service: serviceSchema, deployment: deploymentSchema });
+export const envSchema = z.object({ variables: z.array(envVarSchema), deployment: deploymentSchema.nullable().optional() });
+
+export function serviceJson(s: Service): z.infer<typeof serviceSchema> {
+  const r = resourcesOf(s.instance_type);
+  return {
+    id: s.id,
+    workspace_id: s.workspace_id,
+    vpc_id: s.vpc_id,
+    name: s.name,
+    service_type: s.service_type,
+    instance_type: s.instance_type,
+    resources: { cpu: r.cpu, memory_mib: r.memoryMiB },
+    deployment_mode: s.deployment_mode,
+    image: s.image,
+    port: s.port,
+    health_check_path: s.health_check_path,
+    min_replicas: s.min_replicas,
+    max_replicas: s.max_replicas,
+    cron_schedule: s.cron_schedule,
+    disk_size_gb: s.disk_size_gb,
+    disk_mount_path: s.disk_mount_path,
+    command: s.command,
+    args: s.args,
+    run_as_user: s.run_as_user,
+    status: s.status,
+    status_message: s.status_message,
+    current_deployment_id: s.current_deployment_id,
+    created_at: iso(s.created_at)!,
+    updated_at: iso(s.updated_at)!,
+    deleted_at: iso(s.deleted_at),
+  };
+}
+
+export function deploymentJson(d: Deployment): z.infer<typeof deploymentSchema> {
+  return {
+    id: d.id,
+    service_id: d.service_id,
+    image: d.image,
+    reason: d.reason,
+    rollback_of: d.rollback_of,
+    status: d.status,
+    message: d.message,
+    created_at: iso(d.created_at)!,
+    finished_at: iso(d.finished_at),
+  };
+}
+
+export function envVarJson(v: EnvVar): z.infer<typeof envVarSchema> {
+  return 'secret_id' in v ? { id: v.id, key: v.key, secret_id: v.secret_id, secret_key: v.secret_key } : { id: v.id, key: v.key, value: v.value };
+}

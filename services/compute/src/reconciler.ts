@@ -1,0 +1,94 @@
+// The background half of compute: what no request is waiting for, and what a crash left
+// half done. Each pass is idempotent, so a pass that fails (the cluster is away) is simply
+// tried again at the next.
+import type { Logger } from '@pier/kit';
+import type { ComputeContext } from './domain/context.ts';
+import type { Service } from './domain/records.ts';
+import { refreshStatuses } from './domain/live-status.ts';
+import { teardown } from './domain/services.ts';
+import { finishPendingRollouts } from './domain/rollouts.ts';
+import { refOf } from './domain/context.ts';
+
+/** A pending row younger than this may belong to a request still in flight. */
+const PENDING_GRACE_MS = 120_000;
+
+export class Reconciler {
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<void>;
+  private stopped = false;
+  private passes = 0;
+  private readonly tearingDown = new Set<string>();
+
+  constructor(
+    private readonly ctx: ComputeContext,
+    private readonly log: Logger,
+    private readonly intervalMs: number,
+  ) {}
+
+  /** Finishes what a previous process left pending, then settles rollouts every interval. */
+  start(): void {
+    this.running = this.recover(new Date())
+      .catch((err) => this.log.warn({ err: String(err) }, 'start-up recovery failed; retrying later'))
+      .finally(() => {
+        this.running = undefined;
+        this.schedule();
+      });
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.running = this.pass()
+        .catch((err) => this.log.warn({ err: String(err) }, 'reconcile pass failed; will retry'))
+        .finally(() => {
+          this.running = undefined;
+          this.schedule();
+        });
+    }, this.intervalMs);
+    this.timer.unref?.();
+  }
+
+  /** One pass: settle rollouts in progress (so their events go out without anyone reading), finish teardowns. */
+  async pass(): Promise<void> {
+    this.passes++;
+    // A service never deployed has nothing in the cluster to settle.
+    const rolling = (await this.ctx.store.servicesInStatus(['creating', 'deploying', 'restarting'])).filter((s) => s.current_deployment_id);
+    const byVpc = new Map<string, Service[]>();
+    for (const s of rolling) (byVpc.get(s.vpc_id) ?? byVpc.set(s.vpc_id, []).get(s.vpc_id)!).push(s);
+    for (const [vpcId, services] of byVpc) {
+      await refreshStatuses(this.ctx, { workspaceId: services[0]!.workspace_id, vpcId }, services);
+    }
+    for (const s of await this.ctx.store.servicesInStatus(['deleting'])) this.finishTeardown(s);
+    // Pending rows older than a request can take: a failure of the cleanup itself left them.
+    if (this.passes % 30 === 0) await this.recover(new Date(Date.now() - PENDING_GRACE_MS));
+  }
+
+  private finishTeardown(s: Service): void {
+    if (this.tearingDown.has(s.id) || this.ctx.locks.busy(s.id)) return;
+    this.tearingDown.add(s.id);
+    void teardown(this.ctx, s)
+      .catch((err) => this.log.warn({ err: String(err), service: s.id }, 'teardown failed; will retry'))
+      .finally(() => this.tearingDown.delete(s.id));
+  }
+
+  /**
+   * Creates whose outcome never committed are undone (the client got no 201); rollouts
+   * the cluster may already run are finished.
+   */
+  async recover(createdBefore: Date): Promise<void> {
+    for (const s of await this.ctx.store.unprovisionedServices(createdBefore)) {
+      await this.ctx.locks.run(s.id, async () => {
+        await this.ctx.cluster.delete(refOf(s));
+        await this.ctx.store.deleteUnprovisioned(s.id);
+        this.log.info({ service: s.id }, 'removed a service whose create never finished');
+      });
+    }
+    await finishPendingRollouts(this.ctx, createdBefore, this.log);
+  }
+}

@@ -1,0 +1,240 @@
+import { translatePgError, writeEvent, type Knex, type PierEvent } from '@pier/kit';
+import type { Deployment, EnvVar, Service } from '../domain/records.ts';
+import type { ServiceConfig } from '../domain/service-config.ts';
+import type { DeploymentStatus, ServiceStatus } from '../domain/status.ts';
+import type { EnvEntry } from '../domain/env-vars.ts';
+import type { Position } from '../domain/pagination.ts';
+
+export interface NewService extends ServiceConfig {
+  workspace_id: string;
+  vpc_id: string;
+  status: ServiceStatus;
+}
+
+export interface NewDeployment {
+  service_id: string;
+  image: string;
+  reason: Deployment['reason'];
+  rollback_of: string | null;
+  config: ServiceConfig;
+  env: EnvEntry[];
+}
+
+/** compute's schema. One knex implementation; a transaction is the same interface bound to it. */
+export interface ComputeStore {
+  transaction<T>(fn: (tx: ComputeStore) => Promise<T>): Promise<T>;
+  writeEvent(event: PierEvent): Promise<void>;
+
+  /** A new service, not yet provisioned. A live service of that name in the VPC: ConflictError. */
+  insertService(row: NewService): Promise<Service>;
+  /** Drops a service row that never became visible (its create failed). */
+  deleteUnprovisioned(id: string): Promise<void>;
+  /** A provisioned service of this VPC, deleted ones included. */
+  findService(vpcId: string, id: string): Promise<Service | undefined>;
+  /** The row with a lock held until the transaction ends. */
+  lockService(id: string): Promise<Service | undefined>;
+  /** Any row by id, whatever its VPC or state (recovery's view). */
+  serviceById(id: string): Promise<Service | undefined>;
+  listServices(vpcId: string, limit: number, after?: Position): Promise<Service[]>;
+  countServices(vpcId: string): Promise<number>;
+  updateService(id: string, patch: Partial<Omit<Service, 'id' | 'created_at'>>): Promise<Service>;
+  /** Moves the status only if it still is `from`; false when another writer got there first. */
+  compareAndSetStatus(id: string, from: ServiceStatus, to: ServiceStatus, message: string | null): Promise<boolean>;
+  servicesInStatus(statuses: ServiceStatus[]): Promise<Service[]>;
+  unprovisionedServices(createdBefore: Date): Promise<Service[]>;
+
+  insertDeployment(row: NewDeployment): Promise<Deployment>;
+  findDeployment(serviceId: string, id: string): Promise<Deployment | undefined>;
+  deploymentsByIds(ids: string[]): Promise<Map<string, Deployment>>;
+  listDeployments(serviceId: string, limit: number, before?: Position): Promise<Deployment[]>;
+  updateDeployment(id: string, patch: Partial<Pick<Deployment, 'status' | 'message' | 'applied' | 'finished_at'>>): Promise<void>;
+  /** Marks a deployment's settled outcome if it is still rolling; false when it was not. */
+  settleDeployment(id: string, status: 'succeeded' | 'failed', message: string | null): Promise<boolean>;
+  /** Older rollouts of the service still in progress give way to a newer one. */
+  supersedeRollouts(serviceId: string, exceptId: string): Promise<void>;
+  deleteDeployment(id: string): Promise<void>;
+  pendingDeployments(createdBefore: Date): Promise<Deployment[]>;
+  /** A deployment row by id, pending ones included. */
+  deploymentById(id: string): Promise<Deployment | undefined>;
+
+  listEnv(serviceId: string): Promise<EnvVar[]>;
+  replaceEnv(serviceId: string, entries: EnvEntry[]): Promise<EnvVar[]>;
+}
+
+type Db = Knex | Knex.Transaction;
+
+const SERVICE_JSON = ['command', 'args'] as const;
+
+function serviceRow(r: Record<string, unknown>): Service {
+  return r as unknown as Service;
+}
+
+function serviceValues(patch: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...patch };
+  // jsonb columns take JSON text: a bare JS array would be sent as a Postgres array.
+  for (const k of SERVICE_JSON) if (k in out) out[k] = out[k] === null ? null : JSON.stringify(out[k]);
+  return out;
+}
+
+function deploymentRow(r: Record<string, unknown>): Deployment {
+  return r as unknown as Deployment;
+}
+
+function envRow(r: { id: string; key: string; value: string | null; secret_id: string | null; secret_key: string | null }): EnvVar {
+  return r.secret_id !== null ? { id: r.id, key: r.key, secret_id: r.secret_id, secret_key: r.secret_key! } : { id: r.id, key: r.key, value: r.value! };
+}
+
+export class KnexComputeStore implements ComputeStore {
+  constructor(private readonly db: Db) {}
+
+  transaction<T>(fn: (tx: ComputeStore) => Promise<T>): Promise<T> {
+    return (this.db as Knex).transaction((trx) => fn(new KnexComputeStore(trx)));
+  }
+
+  writeEvent(event: PierEvent): Promise<void> {
+    return writeEvent(this.db, event);
+  }
+
+  async insertService(row: NewService): Promise<Service> {
+    try {
+      const [r] = await this.db('services').insert(serviceValues({ ...row, provisioned: false })).returning('*');
+      return serviceRow(r);
+    } catch (err) {
+      return translatePgError(err, `a service named "${row.name}" already exists in this VPC`);
+    }
+  }
+
+  async deleteUnprovisioned(id: string): Promise<void> {
+    await this.db('services').where({ id, provisioned: false }).delete();
+  }
+
+  async findService(vpcId: string, id: string): Promise<Service | undefined> {
+    const r = await this.db('services').where({ id, vpc_id: vpcId, provisioned: true }).first();
+    return r ? serviceRow(r) : undefined;
+  }
+
+  async lockService(id: string): Promise<Service | undefined> {
+    const r = await this.db('services').where({ id }).forUpdate().first();
+    return r ? serviceRow(r) : undefined;
+  }
+
+  async serviceById(id: string): Promise<Service | undefined> {
+    const r = await this.db('services').where({ id }).first();
+    return r ? serviceRow(r) : undefined;
+  }
+
+  async listServices(vpcId: string, limit: number, after?: Position): Promise<Service[]> {
+    const q = this.db('services').where({ vpc_id: vpcId, provisioned: true }).whereNull('deleted_at');
+    if (after) q.whereRaw('(created_at, id) > (?, ?)', [after.createdAt, after.id]);
+    const rows = await q.orderBy([{ column: 'created_at' }, { column: 'id' }]).limit(limit + 1);
+    return rows.map(serviceRow);
+  }
+
+  async countServices(vpcId: string): Promise<number> {
+    const r = await this.db('services').where({ vpc_id: vpcId }).whereNull('deleted_at').count<{ count: number }[]>('* as count');
+    return Number(r[0]?.count ?? 0);
+  }
+
+  async updateService(id: string, patch: Partial<Omit<Service, 'id' | 'created_at'>>): Promise<Service> {
+    const [r] = await this.db('services')
+      .where({ id })
+      .update({ ...serviceValues(patch), updated_at: this.db.fn.now() })
+      .returning('*');
+    return serviceRow(r);
+  }
+
+  async compareAndSetStatus(id: string, from: ServiceStatus, to: ServiceStatus, message: string | null): Promise<boolean> {
+    const n = await this.db('services').where({ id, status: from }).update({ status: to, status_message: message, updated_at: this.db.fn.now() });
+    return n > 0;
+  }
+
+  async servicesInStatus(statuses: ServiceStatus[]): Promise<Service[]> {
+    const rows = await this.db('services').where({ provisioned: true }).whereIn('status', statuses).whereNull('deleted_at');
+    return rows.map(serviceRow);
+  }
+
+  async unprovisionedServices(createdBefore: Date): Promise<Service[]> {
+    const rows = await this.db('services').where({ provisioned: false }).where('created_at', '<', createdBefore);
+    return rows.map(serviceRow);
+  }
+
+  async insertDeployment(row: NewDeployment): Promise<Deployment> {
+    const [r] = await this.db('deployments')
+      .insert({ ...row, status: 'pending', config: JSON.stringify(row.config), env: JSON.stringify(row.env) })
+      .returning('*');
+    return deploymentRow(r);
+  }
+
+  async findDeployment(serviceId: string, id: string): Promise<Deployment | undefined> {
+    const r = await this.db('deployments').where({ id, service_id: serviceId }).whereNot({ status: 'pending' }).first();
+    return r ? deploymentRow(r) : undefined;
+  }
+
+  async deploymentsByIds(ids: string[]): Promise<Map<string, Deployment>> {
+    if (ids.length === 0) return new Map();
+    const rows = await this.db('deployments').whereIn('id', ids);
+    return new Map(rows.map((r: Record<string, unknown>) => [r.id as string, deploymentRow(r)]));
+  }
+
+  async listDeployments(serviceId: string, limit: number, before?: Position): Promise<Deployment[]> {
+    const q = this.db('deployments').where({ service_id: serviceId }).whereNot({ status: 'pending' });
+    if (before) q.whereRaw('(created_at, id) < (?, ?)', [before.createdAt, before.id]);
+    const rows = await q.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(limit + 1);
+    return rows.map(deploymentRow);
+  }
+
+  async updateDeployment(id: string, patch: Partial<Pick<Deployment, 'status' | 'message' | 'applied' | 'finished_at'>>): Promise<void> {
+    await this.db('deployments').where({ id }).update({ ...patch, updated_at: this.db.fn.now() });
+  }
+
+  async settleDeployment(id: string, status: 'succeeded' | 'failed', message: string | null): Promise<boolean> {
+    const n = await this.db('deployments')
+      .where({ id, status: 'deploying' })
+      .update({ status, message, finished_at: this.db.fn.now(), updated_at: this.db.fn.now() });
+    return n > 0;
+  }
+
+  async supersedeRollouts(serviceId: string, exceptId: string): Promise<void> {
+    await this.db('deployments')
+      .where({ service_id: serviceId, status: 'deploying' as DeploymentStatus })
+      .whereNot({ id: exceptId })
+      .update({ status: 'superseded', finished_at: this.db.fn.now(), updated_at: this.db.fn.now() });
+  }
+
+  async deleteDeployment(id: string): Promise<void> {
+    await this.db('deployments').where({ id, status: 'pending' }).delete();
+  }
+
+  async pendingDeployments(createdBefore: Date): Promise<Deployment[]> {
+    const rows = await this.db('deployments').where({ status: 'pending' }).where('created_at', '<', createdBefore);
+    return rows.map(deploymentRow);
+  }
+
+  async deploymentById(id: string): Promise<Deployment | undefined> {
+    const r = await this.db('deployments').where({ id }).first();
+    return r ? deploymentRow(r) : undefined;
+  }
+
+  async listEnv(serviceId: string): Promise<EnvVar[]> {
+    const rows = await this.db('env_vars').where({ service_id: serviceId }).orderBy('position');
+    return rows.map(envRow);
+  }
+
+  async replaceEnv(serviceId: string, entries: EnvEntry[]): Promise<EnvVar[]> {
+    await this.db('env_vars').where({ service_id: serviceId }).delete();
+    if (entries.length === 0) return [];
+    const rows = await this.db('env_vars')
+      .insert(
+        entries.map((e, position) => ({
+          service_id: serviceId,
+          key: e.key,
+          position,
+          value: 'value' in e ? e.value : null,
+          secret_id: 'secret_id' in e ? e.secret_id : null,
+          secret_key: 'secret_key' in e ? e.secret_key : null,
+        })),
+      )
+      .returning('*');
+    return rows.sort((a: { position: number }, b: { position: number }) => a.position - b.position).map(envRow);
+  }
+}

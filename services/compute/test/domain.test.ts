@@ -1,0 +1,168 @@
+// The spec's rules, without I/O: configuration defaults and cross-field rules, PATCH
+// merging, image references, schedules, and how live status is judged.
+import { describe, it, expect } from 'vitest';
+import { InputError } from '@pier/kit';
+import { configFromCreate, configFromPatch, createServiceBody, workloadChanged } from '../src/domain/service-config.ts';
+import { isBareTag, repositoryOf, resolveImage } from '../src/domain/image-reference.ts';
+import { cronScheduleProblem, lastFireTime } from '../src/domain/cron-schedule.ts';
+import { liveStatus, PROGRESS_DEADLINE_MS, type DeploymentState, type Observation } from '../src/domain/status.ts';
+import { judge, MIN_READY_MS, type ReplicaUnit } from '../src/cluster/replicas.ts';
+import { entriesFromPut, putEnvBody } from '../src/domain/env-vars.ts';
+import { INSTANCE_TYPES } from '../src/domain/instance-types.ts';
+
+const fieldOf = (fn: () => unknown) => {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof InputError) return (err.details as { field?: string } | undefined)?.field;
+    throw err;
+  }
+  return undefined;
+};
+
+describe('service configuration', () => {
+  it('fills the spec\'s defaults', () => {
+    expect(configFromCreate({ name: 'a' })).toEqual({
+      name: 'a',
+      service_type: 'web',
+      instance_type: 'svc.nano',
+      deployment_mode: 'always_on',
+      image: null,
+      port: 8080,
+      health_check_path: null,
+      min_replicas: 1,
+      max_replicas: null,
+      cron_schedule: null,
+      disk_size_gb: null,
+      disk_mount_path: null,
+      command: null,
+      args: null,
+      run_as_user: 1000,
+    });
+    expect(configFromCreate({ name: 'w', service_type: 'worker' }).port).toBeNull();
+    expect(configFromCreate({ name: 'c', service_type: 'cron', cron_schedule: '@daily' }).port).toBeNull();
+  });
+
+  it('documents a ladder from svc.nano to svc.xlarge that only grows', () => {
+    const steps = Object.values(INSTANCE_TYPES);
+    expect(Object.keys(INSTANCE_TYPES)).toEqual(['svc.nano', 'svc.micro', 'svc.small', 'svc.medium', 'svc.large', 'svc.xlarge']);
+    for (let i = 1; i < steps.length; i++) {
+      expect(steps[i]!.cpu).toBeGreaterThanOrEqual(steps[i - 1]!.cpu);
+      expect(steps[i]!.memoryMiB).toBeGreaterThan(steps[i - 1]!.memoryMiB);
+    }
+  });
+
+  it('takes null as absent on create and rejects unknown fields', () => {
+    expect(createServiceBody.safeParse({ name: 'a', port: null }).success).toBe(true);
+    expect(createServiceBody.safeParse({ name: 'a', replicas: 2 }).success).toBe(false);
+  });
+
+  it('merges a PATCH, clearing what belonged to the old type', () => {
+    const web = configFromCreate({ name: 'a', health_check_path: '/h' });
+    const worker = configFromPatch(web, { service_type: 'worker' });
+    expect(worker).toMatchObject({ service_type: 'worker', port: null, health_check_path: null });
+    const back = configFromPatch(worker, { service_type: 'web' });
+    expect(back.port).toBe(8080);
+    expect(configFromPatch(web, { max_replicas: 4 }).max_replicas).toBe(4);
+    expect(configFromPatch(configFromPatch(web, { max_replicas: 4 }), { max_replicas: null }).max_replicas).toBeNull();
+    expect(fieldOf(() => configFromPatch(web, { name: 'b' }))).toBe('name');
+    expect(fieldOf(() => configFromPatch(web, { service_type: 'cron' }))).toBe('cron_schedule');
+    expect(fieldOf(() => configFromPatch(web, { min_replicas: 0 }))).toBe('min_replicas');
+    expect(configFromPatch(web, { deployment_mode: 'on_demand', min_replicas: 0 }).min_replicas).toBe(0);
+  });
+
+  it('tells which changes the containers must see', () => {
+    const a = configFromCreate({ name: 'a', image: 'x/y:1' });
+    expect(workloadChanged(a, { ...a, image: 'x/y:2' })).toBe(false);
+    expect(workloadChanged(a, { ...a, instance_type: 'svc.small' })).toBe(true);
+  });
+});
+
+describe('image references', () => {
+  it('appends a bare tag to the configured repository and keeps a full reference', () => {
+    expect(isBareTag('v2')).toBe(true);
+    expect(isBareTag('repo/app:v2')).toBe(false);
+    expect(repositoryOf('registry.example:5000/team/app:v1')).toBe('registry.example:5000/team/app');
+    expect(repositoryOf('registry.example:5000/team/app')).toBe('registry.example:5000/team/app');
+    expect(repositoryOf('app@sha256:' + 'a'.repeat(64))).toBe('app');
+    expect(resolveImage('v2', 'registry.example:5000/team/app:v1')).toBe('registry.example:5000/team/app:v2');
+    expect(resolveImage('other/app:3', 'registry.example/team/app:v1')).toBe('other/app:3');
+    expect(fieldOf(() => resolveImage('v2', null))).toBe('image_tag');
+    expect(fieldOf(() => resolveImage('Not A Ref', 'a/b:1'))).toBe('image_tag');
+  });
+});
+
+describe('cron schedules', () => {
+  it('takes five fields or a macro, as Kubernetes does', () => {
+    expect(cronScheduleProblem('*/5 * * * *')).toBeUndefined();
+    expect(cronScheduleProblem('@hourly')).toBeUndefined();
+    expect(cronScheduleProblem('*/5 * * * * *')).toMatch(/5 fields/);
+    expect(cronScheduleProblem('61 * * * *')).toBeDefined();
+    expect(cronScheduleProblem('@minutely')).toMatch(/unknown macro/);
+    expect(lastFireTime('*/5 * * * *', new Date('2026-01-01T10:07:30Z')).toISOString()).toBe('2026-01-01T10:05:00.000Z');
+    expect(lastFireTime('*/5 * * * *', new Date('2026-01-01T10:05:00Z')).toISOString()).toBe('2026-01-01T10:05:00.000Z');
+  });
+});
+
+describe('environment entries', () => {
+  it('accepts literals and references, refuses duplicates and half references', () => {
+    const ok = putEnvBody.parse({ variables: [{ key: 'A', value: '1' }, { key: 'B', secret_id: '6f1c1a52-7d2e-4a8e-9d55-1f6f3d7d8a10', secret_key: 'k' }] });
+    expect(entriesFromPut(ok)).toHaveLength(2);
+    expect(putEnvBody.safeParse({ variables: [{ key: '1A', value: '1' }] }).success).toBe(false);
+    expect(putEnvBody.safeParse({ variables: [{ key: 'A', value: '1', secret_id: 'x', secret_key: 'y' }] }).success).toBe(false);
+    expect(putEnvBody.safeParse({ variables: [{ key: 'A', secret_id: 'x' }] }).success).toBe(false);
+    expect(fieldOf(() => entriesFromPut({ variables: [{ key: 'A', value: '1' }, { key: 'A', value: '2' }] }))).toBe('variables.1.key');
+  });
+});
+
+describe('live status', () => {
+  const now = new Date('2026-01-01T12:00:00Z');
+  const deployment = (over: Partial<DeploymentState> = {}): DeploymentState => ({
+    id: 'd1',
+    status: 'deploying',
+    reason: 'deploy',
+    applied: true,
+    message: null,
+    createdAt: new Date(now.getTime() - 10_000),
+    ...over,
+  });
+  const obs = (phase: Observation['phase'], message: string | null = null): Observation => ({ phase, readyReplicas: 0, message });
+
+  it('follows a rollout: deploying, then running or crashed, settling the deployment', () => {
+    expect(liveStatus('deploying', deployment(), obs('progressing'), now)).toEqual({ status: 'deploying', message: null });
+    expect(liveStatus('restarting', deployment({ reason: 'restart' }), obs('progressing'), now).status).toBe('restarting');
+    expect(liveStatus('creating', deployment({ reason: 'create' }), obs('absent'), now).status).toBe('creating');
+    expect(liveStatus('deploying', deployment(), obs('ready'), now)).toMatchObject({ status: 'running', deployment: { status: 'succeeded' } });
+    expect(liveStatus('deploying', deployment(), obs('failed', 'boom'), now)).toMatchObject({ status: 'crashed', message: 'boom', deployment: { status: 'failed' } });
+    const late = deployment({ createdAt: new Date(now.getTime() - PROGRESS_DEADLINE_MS - 1) });
+    expect(liveStatus('deploying', late, obs('progressing'), now)).toMatchObject({ status: 'crashed', deployment: { status: 'failed' } });
+  });
+
+  it('resyncs a settled service to the cluster: killed outside reads crashed, scaled reads scaled', () => {
+    const done = deployment({ status: 'succeeded' });
+    expect(liveStatus('running', done, obs('failed', 'exited'), now)).toEqual({ status: 'crashed', message: 'exited' });
+    expect(liveStatus('running', done, obs('absent'), now).status).toBe('crashed');
+    expect(liveStatus('crashed', done, obs('ready'), now)).toEqual({ status: 'running', message: null });
+    expect(liveStatus('running', done, obs('scaled'), now).status).toBe('scaled');
+    expect(liveStatus('deleting', done, obs('absent'), now).status).toBe('deleting');
+    expect(liveStatus('creating', null, obs('absent'), now).status).toBe('creating');
+    expect(liveStatus('crashed', deployment({ status: 'failed', applied: false, message: 'missing secret: x' }), obs('ready'), now)).toEqual({
+      status: 'crashed',
+      message: 'missing secret: x',
+    });
+  });
+
+  it('judges replicas: all ready, one failing, one missing, none wanted', () => {
+    const t = { serviceId: 's', serviceType: 'web' as const, deploymentId: 'd1', replicas: 2, port: 8080, healthCheckPath: '/h' };
+    const unit = (state: ReplicaUnit['state'], deploymentId = 'd1'): ReplicaUnit => ({ deploymentId, role: 'replica', state, message: state, createdAt: 0 });
+    const docker = { missingIsFailure: true, cronNeedsTemplate: true };
+    expect(judge(t, [unit('ready'), unit('ready')], docker).phase).toBe('ready');
+    expect(judge(t, [unit('ready'), unit('failed')], docker).phase).toBe('failed');
+    expect(judge(t, [unit('ready')], docker).phase).toBe('failed');
+    expect(judge(t, [unit('ready')], { ...docker, missingIsFailure: false }).phase).toBe('progressing');
+    expect(judge(t, [unit('ready', 'old')], docker).phase).toBe('progressing');
+    expect(judge(t, [], docker).phase).toBe('absent');
+    expect(judge({ ...t, replicas: 0 }, [], docker).phase).toBe('scaled');
+    expect(MIN_READY_MS).toBeGreaterThan(0);
+  });
+});

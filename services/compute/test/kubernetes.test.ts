@@ -1,0 +1,305 @@
+// The kubernetes adapter against the in-process fake of the Kubernetes API (fake-kubernetes.ts),
+// every object it sends validated against the Kubernetes schemas; then compute and the
+// secrets service both on that fake, through compute's HTTP API.
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import pg from 'pg';
+import { createLogger, generateIdentityKeys, IDENTITY_HEADER, secretObjectName, vpcNamespace, UnavailableError } from '@pier/kit';
+import { createTestDatabase } from '@pier/kit/testing';
+import * as secrets from '@pier/secrets';
+import { KubernetesCluster } from '../src/cluster/kubernetes.ts';
+import { desiredObjects, namespaceManifest, networkPolicyManifest } from '../src/cluster/kubernetes-manifests.ts';
+import type { ObserveTarget, WorkloadSpec } from '../src/cluster/port.ts';
+import { configFromCreate, type CreateServiceInput } from '../src/domain/service-config.ts';
+import { resourcesOf } from '../src/domain/instance-types.ts';
+import type { EnvEntry } from '../src/domain/env-vars.ts';
+import { FakeKubernetes } from './fake-kubernetes.ts';
+import { startCompute, testUrls, until, type Compute, type TestDatabase } from './support.ts';
+
+const log = createLogger('test', 'warn');
+let fake: FakeKubernetes;
+let kubeconfig: string;
+let cluster: KubernetesCluster;
+const workspaceId = randomUUID();
+const vpcId = randomUUID();
+const ns = vpcNamespace(vpcId);
+
+beforeAll(async () => {
+  fake = await new FakeKubernetes().start();
+  kubeconfig = await fake.writeKubeconfig();
+  cluster = KubernetesCluster.fromKubeconfig(kubeconfig, log);
+});
+
+afterAll(async () => {
+  await fake?.stop();
+  if (kubeconfig) await rm(path.dirname(kubeconfig), { recursive: true, force: true });
+});
+
+function spec(input: CreateServiceInput, env: EnvEntry[] = [], image = 'registry.example/app:v1'): WorkloadSpec {
+  const config = configFromCreate(input);
+  return { workspaceId, vpcId, serviceId: randomUUID(), serviceName: input.name, deploymentId: randomUUID(), image, config, resources: resourcesOf(config.instance_type), env };
+}
+
+function target(s: WorkloadSpec): ObserveTarget {
+  return { serviceId: s.serviceId, serviceType: s.config.service_type, deploymentId: s.deploymentId, replicas: s.config.min_replicas, port: s.config.port, healthCheckPath: s.config.health_check_path };
+}
+
+const observe = async (s: WorkloadSpec) => (await cluster.observeMany({ workspaceId, vpcId }, [target(s)])).observations.get(s.serviceId)!;
+
+/** What the fake holds, without what the API server adds (uid, resourceVersion, ...). */
+function stored(apiVersion: string, kind: string, name: string) {
+  const o = fake.get(apiVersion, kind, kind === 'Namespace' ? undefined : ns, name);
+  if (!o) return undefined;
+  const { uid, resourceVersion, generation, creationTimestamp, ...metadata } = o.metadata;
+  void uid, resourceVersion, generation, creationTimestamp;
+  const { status, ...rest } = o;
+  void status;
+  return { ...rest, metadata };
+}
+
+describe('kubernetes adapter', () => {
+  it('applies a web service as namespace, network policy, Deployment and Service, exactly as built and valid', async () => {
+    const s = spec({ name: 'api', health_check_path: '/healthz', instance_type: 'svc.small', run_as_user: 1001, command: ['/app'], args: ['--serve'] }, [
+      { key: 'MODE', value: 'prod' },
+      { key: 'DB_PASSWORD', secret_id: '6f1c1a52-7d2e-4a8e-9d55-1f6f3d7d8a10', secret_key: 'PASSWORD' },
+    ]);
+    await cluster.apply(s);
+    expect(fake.invalid).toEqual([]);
+    for (const m of [namespaceManifest(s), networkPolicyManifest(s), ...desiredObjects(s).apply]) {
+      expect(stored(m.apiVersion, m.kind, m.metadata.name), `${m.kind} as sent`).toEqual(m);
+    }
+    expect(fake.get('v1', 'Namespace', undefined, ns)?.metadata.labels['pier.dev/vpc']).toBe(vpcId);
+    const policy = fake.get('networking.k8s.io/v1', 'NetworkPolicy', ns, 'pier-vpc-isolation')!;
+    expect(policy.spec.ingress[0].from[0]).toEqual({ podSelector: {} });
+
+    const d = fake.get('apps/v1', 'Deployment', ns, 'api')!;
+    expect(d.spec.replicas).toBe(1);
+    const pod = d.spec.template.spec;
+    const c = pod.containers[0];
+    expect(c).toMatchObject({ image: 'registry.example/app:v1', command: ['/app'], args: ['--serve'], ports: [{ containerPort: 8080, name: 'http', protocol: 'TCP' }] });
+    expect(c.resources).toEqual({ requests: { cpu: '1000m', memory: '1024Mi' }, limits: { cpu: '1000m', memory: '1024Mi' } });
+    expect(c.readinessProbe.httpGet).toEqual({ path: '/healthz', port: 8080 });
+    expect(pod.securityContext.runAsUser).toBe(1001);
+    expect(c.env).toEqual([
+      { name: 'MODE', value: 'prod' },
+      { name: 'DB_PASSWORD', valueFrom: { secretKeyRef: { name: secretObjectName('6f1c1a52-7d2e-4a8e-9d55-1f6f3d7d8a10'), key: 'PASSWORD' } } },
+    ]);
+    expect(fake.get('v1', 'Service', ns, 'api')!.spec.ports).toEqual([{ name: 'http', port: 8080, targetPort: 8080, protocol: 'TCP' }]);
+    expect(fake.get('autoscaling/v2', 'HorizontalPodAutoscaler', ns, 'api')).toBeUndefined();
+    // Server-side apply with our field manager, never a read-modify-write.
+    expect(fake.requests.filter((r) => r.method === 'PATCH').every((r) => r.query.includes('fieldManager=pier-compute'))).toBe(true);
+  });
+
+  it('reads live state from pods in one request per VPC: ready, crash-looping, image missing, secret missing', async () => {
+    const ok = spec({ name: 'ok', service_type: 'worker' });
+    const crash = spec({ name: 'crash', service_type: 'worker' }, [], 'registry.example/crash:1');
+    const missing = spec({ name: 'missing', service_type: 'worker' }, [], 'registry.example/nope:1');
+    const secret = spec({ name: 'needs-secret', service_type: 'worker' }, [{ key: 'X', secret_id: randomUUID(), secret_key: 'K' }]);
+    fake.crashingImages.add('registry.example/crash:1');
+    fake.missingImages.add('registry.example/nope:1');
+    for (const s of [ok, crash, missing, secret]) await cluster.apply(s);
+
+    const before = fake.requests.length;
+    const { observations, calls } = await cluster.observeMany({ workspaceId, vpcId }, [ok, crash, missing, secret].map(target));
+    expect(calls).toBe(1);
+    expect(fake.requests.slice(before).filter((r) => !/^\/api\/v1$/.test(r.path))).toEqual([
+      { method: 'GET', path: `/api/v1/namespaces/${ns}/pods`, query: expect.stringContaining('labelSelector=') },
+    ]);
+    expect(observations.get(ok.serviceId)).toMatchObject({ phase: 'ready', readyReplicas: 1 });
+    expect(observations.get(crash.serviceId)).toMatchObject({ phase: 'failed', message: expect.stringContaining('CrashLoopBackOff') });
+    expect(observations.get(missing.serviceId)).toMatchObject({ phase: 'failed', message: expect.stringContaining('ErrImagePull') });
+    expect(observations.get(secret.serviceId)).toMatchObject({ phase: 'failed', message: expect.stringMatching(/CreateContainerConfigError: secret "pier-secret-.*" not found/) });
+  });
+
+  it('adds an autoscaler for max_replicas and leaves the replica count to it', async () => {
+    const s = spec({ name: 'scaler', min_replicas: 2, max_replicas: 5 });
+    await cluster.apply(s);
+    const hpa = fake.get('autoscaling/v2', 'HorizontalPodAutoscaler', ns, 'scaler')!;
+    expect(hpa.spec).toMatchObject({ minReplicas: 2, maxReplicas: 5, scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'scaler' } });
+    expect(fake.get('apps/v1', 'Deployment', ns, 'scaler')!.spec.replicas).toBeUndefined();
+    expect(await observe(s)).toMatchObject({ phase: 'ready', readyReplicas: 2 });
+    // Dropping max_replicas removes the autoscaler.
+    await cluster.apply({ ...s, deploymentId: randomUUID(), config: { ...s.config, max_replicas: null } });
+    expect(fake.get('autoscaling/v2', 'HorizontalPodAutoscaler', ns, 'scaler')).toBeUndefined();
+    expect(fake.invalid).toEqual([]);
+  });
+
+  it('claims a volume for a disk and mounts it, recreating rather than rolling', async () => {
+    const s = spec({ name: 'db-ish', disk_size_gb: 5, disk_mount_path: '/data' });
+    await cluster.apply(s);
+    expect(fake.get('v1', 'PersistentVolumeClaim', ns, 'db-ish-disk')!.spec).toEqual({ accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '5Gi' } } });
+    const d = fake.get('apps/v1', 'Deployment', ns, 'db-ish')!;
+    expect(d.spec.strategy).toEqual({ type: 'Recreate' });
+    expect(d.spec.template.spec.volumes).toEqual([{ name: 'disk', persistentVolumeClaim: { claimName: 'db-ish-disk' } }]);
+    expect(d.spec.template.spec.containers[0].volumeMounts).toEqual([{ name: 'disk', mountPath: '/data' }]);
+    expect(d.spec.template.spec.securityContext).toEqual({ runAsUser: 1000, fsGroup: 1000 });
+  });
+
+  it('runs a cron service as a CronJob, its state from the last run; switching type removes the Deployment and Service', async () => {
+    const web = spec({ name: 'nightly' });
+    await cluster.apply(web);
+    const cron = { ...spec({ name: 'nightly', service_type: 'cron', cron_schedule: '0 3 * * *' }), serviceId: web.serviceId };
+    await cluster.apply(cron);
+    expect(fake.get('apps/v1', 'Deployment', ns, 'nightly')).toBeUndefined();
+    expect(fake.get('v1', 'Service', ns, 'nightly')).toBeUndefined();
+    const job = fake.get('batch/v1', 'CronJob', ns, 'nightly')!;
+    expect(job.spec).toMatchObject({ schedule: '0 3 * * *', concurrencyPolicy: 'Forbid', timeZone: 'Etc/UTC' });
+    expect(job.spec.jobTemplate.spec.template.spec.restartPolicy).toBe('Never');
+    expect(await observe(cron)).toMatchObject({ phase: 'ready' }); // scheduled, no run yet
+    fake.runCronJob(ns, 'nightly');
+    expect(await observe(cron)).toMatchObject({ phase: 'ready' });
+    fake.crashingImages.add(cron.image);
+    fake.runCronJob(ns, 'nightly');
+    expect(await observe(cron)).toMatchObject({ phase: 'failed', message: expect.stringContaining('exit code 1') });
+    fake.crashingImages.delete(cron.image);
+    expect(fake.invalid).toEqual([]);
+  });
+
+  it('scales an on_demand service to zero: scaled', async () => {
+    const s = spec({ name: 'idle', deployment_mode: 'on_demand', min_replicas: 0, max_replicas: 3 });
+    await cluster.apply(s);
+    expect(fake.get('apps/v1', 'Deployment', ns, 'idle')!.spec.replicas).toBe(0);
+    expect(fake.get('autoscaling/v2', 'HorizontalPodAutoscaler', ns, 'idle')!.spec.minReplicas).toBe(1);
+    expect(await observe(s)).toMatchObject({ phase: 'scaled' });
+  });
+
+  it('deletes every object of a service; deleting again succeeds', async () => {
+    const s = spec({ name: 'gone', disk_size_gb: 1, disk_mount_path: '/d', max_replicas: 1 });
+    await cluster.apply(s);
+    await cluster.delete(s);
+    for (const [v, k, n] of [['apps/v1', 'Deployment', 'gone'], ['v1', 'Service', 'gone'], ['v1', 'PersistentVolumeClaim', 'gone-disk']] as const) {
+      expect(fake.get(v, k, ns, n)).toBeUndefined();
+    }
+    expect(fake.list('Pod', ns).filter((p) => p.metadata.labels['pier.dev/service'] === s.serviceId)).toEqual([]);
+    await cluster.delete(s);
+    expect(await observe(s)).toMatchObject({ phase: 'absent' });
+  });
+
+  it('reports an unreachable API server as unavailable', async () => {
+    const closed = await new FakeKubernetes().start();
+    const file = await closed.writeKubeconfig();
+    await closed.stop();
+    const away = KubernetesCluster.fromKubeconfig(file, log);
+    await expect(away.ping()).rejects.toBeInstanceOf(UnavailableError);
+    await expect(away.apply(spec({ name: 'x' }))).rejects.toBeInstanceOf(UnavailableError);
+    await expect(away.observeMany({ workspaceId, vpcId }, [])).rejects.toBeInstanceOf(UnavailableError);
+    await rm(path.dirname(file), { recursive: true, force: true });
+  });
+});
+
+describe('compute and secrets on kubernetes', () => {
+  let db: TestDatabase;
+  let c: Compute;
+  let secretsService: Awaited<ReturnType<typeof secrets.start>>;
+  let storeDir: string;
+  const VALUE = `k8s-${randomBytes(6).toString('hex')}`;
+
+  beforeAll(async () => {
+    const { postgres, nats } = testUrls();
+    db = await createTestDatabase(postgres);
+    const keys = await generateIdentityKeys();
+    const computeKeys = await generateIdentityKeys();
+    storeDir = await mkdtemp(path.join(os.tmpdir(), 'pier-secrets-'));
+    secretsService = await secrets.start(
+      secrets.readConfig({
+        PIER_DATABASE_URL: db.urls.secrets,
+        PIER_NATS_URL: nats,
+        PIER_IDENTITY_PUBLIC_KEY: keys.publicJwk,
+        PIER_SECRETS_HTTP_PORT: '0',
+        PIER_SECRETS_GRPC_PORT: '0',
+        PIER_CLUSTER: 'kubernetes',
+        PIER_KUBECONFIG: kubeconfig,
+        PIER_COMPUTE_SERVICE_PUBLIC_KEY: computeKeys.publicJwk,
+        PIER_LOG_LEVEL: 'warn',
+      }),
+    );
+    c = await startCompute(
+      {
+        PIER_CLUSTER: 'kubernetes',
+        PIER_KUBECONFIG: kubeconfig,
+        PIER_SECRETS_GRPC_URL: `127.0.0.1:${secretsService.grpcPort}`,
+        PIER_COMPUTE_SERVICE_PRIVATE_KEY: computeKeys.privateJwk,
+      },
+      { db, keys },
+    );
+  }, 60_000);
+
+  afterAll(async () => {
+    await c?.stop();
+    await secretsService?.stop();
+    await db?.drop();
+    await rm(storeDir, { recursive: true, force: true });
+  });
+
+  const status = (id: string) => c.get(`${c.base}/${id}`).then((r) => r.body);
+
+  it('creates, runs, references a secret by secretKeyRef only, fails a rollout once the secret is gone, and deletes', async () => {
+    const kns = vpcNamespace(c.vpcId);
+    const created = await c.post(c.base, { name: 'shop', image: 'registry.example/shop:1', health_check_path: '/healthz' });
+    expect(created.status).toBe(201);
+    const id = created.body.id;
+    await until(() => status(id), (s) => s.status === 'running');
+    const list = await c.get(c.base);
+    expect(list.headers.get('x-pier-cluster-calls')).toBe('1');
+
+    const secretsApi = async (method: string, suffix: string, body?: unknown) => {
+      const res = await fetch(`http://127.0.0.1:${secretsService.httpPort}/api/v1/workspaces/${c.workspaceId}/vpcs/${c.vpcId}/secrets${suffix}`, {
+        method,
+        headers: { [IDENTITY_HEADER]: await c.token('owner'), ...(body ? { 'content-type': 'application/json' } : {}) },
+        body: body ? JSON.stringify(body) : undefined,
+      });
+      return { status: res.status, body: res.status === 204 ? undefined : await res.json() };
+    };
+    const secret = await secretsApi('POST', '', { name: 'shop-db', values: { PASSWORD: VALUE } });
+    expect(secret.status).toBe(201);
+    expect(fake.get('v1', 'Secret', kns, secretObjectName(secret.body.id))).toBeDefined();
+
+    const put = await c.request('PUT', `${c.base}/${id}/env`, { variables: [{ key: 'DB_PASSWORD', secret_id: secret.body.id, secret_key: 'PASSWORD' }] });
+    expect(put.status).toBe(200);
+    await until(() => status(id), (s) => s.status === 'running');
+    const d = fake.get('apps/v1', 'Deployment', kns, 'shop')!;
+    expect(d.spec.template.spec.containers[0].env).toEqual([{ name: 'DB_PASSWORD', valueFrom: { secretKeyRef: { name: secretObjectName(secret.body.id), key: 'PASSWORD' } } }]);
+    expect(JSON.stringify(fake.received.filter((b) => b.kind !== 'Secret'))).not.toContain(VALUE);
+    expect(JSON.stringify(fake.received.filter((b) => b.kind !== 'Secret'))).not.toContain(Buffer.from(VALUE).toString('base64'));
+
+    expect((await secretsApi('DELETE', `/${secret.body.id}`)).status).toBe(204);
+    const restart = await c.post(`${c.base}/${id}/restart`);
+    expect(restart.body.deployment).toMatchObject({ status: 'failed', message: expect.stringMatching(/missing secret/) });
+    expect((await status(id)).status).toBe('crashed');
+
+    const client = new pg.Client({ connectionString: db.adminUrl });
+    await client.connect();
+    const hits = await client.query(`select count(*)::int as n from compute.deployments d where d::text like $1`, [`%${VALUE}%`]);
+    await client.end();
+    expect(hits.rows[0].n).toBe(0);
+
+    expect((await c.request('DELETE', `${c.base}/${id}`)).status).toBe(202);
+    await until(() => status(id), (s) => s.status === 'deleted');
+    expect(fake.get('apps/v1', 'Deployment', kns, 'shop')).toBeUndefined();
+    expect(fake.get('v1', 'Service', kns, 'shop')).toBeUndefined();
+    expect(fake.invalid).toEqual([]);
+  });
+
+  it('answers 503 and writes nothing when the API server cannot be reached', async () => {
+    const closed = await new FakeKubernetes().start();
+    const file = await closed.writeKubeconfig();
+    await closed.stop();
+    const away = await startCompute({ PIER_CLUSTER: 'kubernetes', PIER_KUBECONFIG: file });
+    try {
+      const res = await away.post(away.base, { name: 'nowhere', image: 'registry.example/x:1' });
+      expect(res.status).toBe(503);
+      expect(res.body.code).toBe('cluster_unavailable');
+      const client = new pg.Client({ connectionString: away.adminUrl });
+      await client.connect();
+      const n = await client.query('select count(*)::int as n from compute.services');
+      await client.end();
+      expect(n.rows[0].n).toBe(0);
+    } finally {
+      await away.stop();
+      await rm(path.dirname(file), { recursive: true, force: true });
+    }
+  });
+});
