@@ -1,0 +1,106 @@
+import Docker from 'dockerode';
+import { PassThrough } from 'node:stream';
+import { UnavailableError } from '@pier/kit';
+
+// Small helpers over the Docker Engine API that the adapter needs and dockerode leaves
+// to the caller: error translation, idempotent removal, exec with its exit code.
+
+export function statusCodeOf(err: unknown): number | undefined {
+  return (err as { statusCode?: number })?.statusCode;
+}
+
+/**
+ * Connection failures mean the cluster is unreachable, and an engine that answers 5xx
+ * failed on its side: both are a 503, not our failure.
+ */
+export function translateDockerError(err: unknown): never {
+  const e = err as { code?: string; statusCode?: number; message?: string; json?: { message?: string } };
+  if (e?.code && ['ECONNREFUSED', 'ENOENT', 'EACCES', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(e.code)) {
+    throw new UnavailableError(`docker engine unreachable (${e.code})`, 'cluster_unavailable');
+  }
+  if (typeof e?.statusCode === 'number' && e.statusCode >= 500) {
+    throw new UnavailableError(`docker engine error: ${e.json?.message ?? e.message}`, 'cluster_unavailable');
+  }
+  throw err;
+}
+
+export async function ignoreNotFound<T>(p: Promise<T>): Promise<T | undefined> {
+  try {
+    return await p;
+  } catch (err) {
+    if (statusCodeOf(err) === 404) return undefined;
+    throw err;
+  }
+}
+
+export interface ExecResult {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a command in a container (argv, no shell) and waits for it. */
+export async function exec(docker: Docker, containerId: string, cmd: string[]): Promise<ExecResult> {
+  const container = docker.getContainer(containerId);
+  const e = await container.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true });
+  const stream = await e.start({ hijack: true, stdin: false });
+  const out = new PassThrough();
+  const err = new PassThrough();
+  const chunks = { out: [] as Buffer[], err: [] as Buffer[] };
+  out.on('data', (c: Buffer) => chunks.out.push(c));
+  err.on('data', (c: Buffer) => chunks.err.push(c));
+  docker.modem.demuxStream(stream, out, err);
+  await new Promise<void>((resolve, reject) => {
+    stream.on('end', resolve);
+    stream.on('close', resolve);
+    stream.on('error', reject);
+  });
+  const info = await e.inspect();
+  return {
+    exitCode: info.ExitCode ?? -1,
+    stdout: Buffer.concat(chunks.out).toString('utf8'),
+    stderr: Buffer.concat(chunks.err).toString('utf8'),
+  };
+}
+
+export function envOf(info: Docker.ContainerInspectInfo): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const kv of info.Config.Env ?? []) {
+    const i = kv.indexOf('=');
+    if (i > 0) out[kv.slice(0, i)] = kv.slice(i + 1);
+  }
+  return out;
+}
+
+export interface NetworkFacts {
+  name: string;
+  subnets: string[];
+  gateways: string[];
+}
+
+/**
+ * The VPC's network, created when missing. Compute may create it at the same moment:
+ * CheckDuplicate makes the second creator fail, and it then just reads the first one's.
+ */
+export async function ensureNetwork(docker: Docker, name: string, labels: Record<string, string>): Promise<NetworkFacts> {
+  const read = async () => {
+    const info = (await docker.getNetwork(name).inspect()) as { IPAM?: { Config?: { Subnet?: string; Gateway?: string }[] } };
+    const configs = info.IPAM?.Config ?? [];
+    return {
+      name,
+      subnets: configs.map((c) => c.Subnet).filter((s): s is string => !!s),
+      gateways: configs.map((c) => c.Gateway).filter((s): s is string => !!s),
+    };
+  };
+  try {
+    return await read();
+  } catch (err) {
+    if (statusCodeOf(err) !== 404) throw err;
+  }
+  try {
+    await docker.createNetwork({ Name: name, Driver: 'bridge', CheckDuplicate: true, Labels: labels });
+  } catch (err) {
+    if (statusCodeOf(err) !== 409) throw err;
+  }
+  return read();
+}

@@ -1,0 +1,263 @@
+import { vpcNamespace } from '@pier/kit';
+import { resourcesOf } from '../domain/instance-types.ts';
+import { appUserOf, CONSOLE_USER } from '../domain/database.ts';
+import { pgHbaHostLines, type AccessPolicy } from '../domain/access.ts';
+import type { ClusterDatabase, ClusterRef } from './port.ts';
+
+// The objects the kubernetes adapter applies, as plain manifests (pure functions, so
+// tests validate exactly what is sent). PostgreSQL runs under CloudNativePG (Cluster,
+// Poolers); MySQL under MOCO (MySQLCluster), whose `replicas` is the odd instance count
+// the spec's mysql rule asks for. Credentials live in Secrets in the VPC's namespace.
+
+export type Manifest = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> }; [k: string]: unknown };
+
+export const CNPG = 'postgresql.cnpg.io/v1';
+export const MOCO = 'moco.cybozu.com/v1beta2';
+
+export const LABELS = {
+  managedBy: 'app.kubernetes.io/managed-by',
+  component: 'app.kubernetes.io/component',
+  database: 'pier.dev/database-id',
+  vpc: 'pier.dev/vpc-id',
+  workspace: 'pier.dev/workspace-id',
+} as const;
+
+export const SELECTOR = `${LABELS.managedBy}=pier,${LABELS.component}=database`;
+
+export interface KubernetesSettings {
+  storageClass?: string;
+  /** Addresses pods (the control plane included) connect from inside the cluster. */
+  clusterNetworks: string[];
+  postgresImage: (version: string) => string;
+  mysqlImage: (version: string) => string;
+}
+
+export const names = (shortId: string) => {
+  const cluster = `db-${shortId}`;
+  return {
+    cluster,
+    appSecret: `${cluster}-app`,
+    consoleSecret: `${cluster}-console`,
+    poolerRw: `${cluster}-pooler-rw`,
+    poolerRo: `${cluster}-pooler-ro`,
+    external: `${cluster}-external`,
+    externalRo: `${cluster}-external-ro`,
+    initJob: `${cluster}-init`,
+    // Services the operators create from the cluster's name.
+    pgRw: `${cluster}-rw`,
+    pgRo: `${cluster}-ro`,
+    pgR: `${cluster}-r`,
+    mocoPrimary: `moco-${cluster}-primary`,
+    mocoReplica: `moco-${cluster}-replica`,
+    mocoSecret: `moco-${cluster}`,
+  };
+};
+
+function meta(db: ClusterRef & { workspaceId?: string }, name: string) {
+  return {
+    name,
+    namespace: vpcNamespace(db.vpcId),
+    labels: {
+      [LABELS.managedBy]: 'pier',
+      [LABELS.component]: 'database',
+      [LABELS.database]: db.id,
+      [LABELS.vpc]: db.vpcId,
+      ...(db.workspaceId ? { [LABELS.workspace]: db.workspaceId } : {}),
+    },
+  };
+}
+
+export function namespaceManifest(vpcId: string): Manifest {
+  return { apiVersion: 'v1', kind: 'Namespace', metadata: { name: vpcNamespace(vpcId), labels: { [LABELS.managedBy]: 'pier', [LABELS.vpc]: vpcId } } };
+}
+
+export function credentialSecret(db: ClusterDatabase, name: string, username: string, password: string): Manifest {
+  return { apiVersion: 'v1', kind: 'Secret', metadata: meta(db, name), type: 'kubernetes.io/basic-auth', stringData: { username, password } };
+}
+
+function resources(db: ClusterDatabase) {
+  const r = resourcesOf(db.instanceType);
+  const q = { cpu: `${Math.round(r.cpus * 1000)}m`, memory: `${r.memoryMb}Mi` };
+  return { requests: q, limits: q };
+}
+
+export function accessPolicy(db: ClusterDatabase, s: KubernetesSettings): AccessPolicy {
+  return {
+    engine: db.engine,
+    database: db.shortId,
+    appUser: appUserOf(db.shortId),
+    // Pods reach the database inside the cluster; the VPC namespace's network policy
+    // decides which pods may. Clients through the external load balancer keep their
+    // own address (externalTrafficPolicy: Local), so the allowlist applies to them.
+    vpcNetworks: s.clusterNetworks,
+    controlPlane: s.clusterNetworks,
+    hostAddresses: [],
+    externalAccess: db.externalAccessEnabled,
+    rules: db.allowlist,
+  };
+}
+
+export function cnpgCluster(db: ClusterDatabase, s: KubernetesSettings): Manifest {
+  const n = names(db.shortId);
+  const app = appUserOf(db.shortId);
+  return {
+    apiVersion: CNPG,
+    kind: 'Cluster',
+    metadata: meta(db, n.cluster),
+    spec: {
+      instances: 1 + db.replicas,
+      imageName: s.postgresImage(db.version),
+      enableSuperuserAccess: false,
+      storage: { size: `${db.storageGb}Gi`, ...(s.storageClass ? { storageClass: s.storageClass } : {}) },
+      resources: resources(db),
+      bootstrap: {
+        initdb: {
+          database: db.shortId,
+          owner: app,
+          secret: { name: n.appSecret },
+          postInitApplicationSQL: [
+            'CREATE EXTENSION IF NOT EXISTS pg_stat_statements',
+            `CREATE ROLE ${CONSOLE_USER} NOLOGIN IN ROLE pg_read_all_stats`,
+            `GRANT ${app} TO ${CONSOLE_USER}`,
+            `GRANT EXECUTE ON FUNCTION pg_stat_statements_reset(oid, oid, bigint) TO ${CONSOLE_USER}`,
+          ],
+        },
+      },
+      // Managed roles keep both passwords equal to their Secrets, so the Secret is the
+      // live password the connection endpoint returns.
+      managed: {
+        roles: [
+          { name: app, ensure: 'present', login: true, passwordSecret: { name: n.appSecret } },
+          { name: CONSOLE_USER, ensure: 'present', login: true, inRoles: ['pg_read_all_stats', app], passwordSecret: { name: n.consoleSecret } },
+        ],
+      },
+      postgresql: {
+        // Setting pg_stat_statements.* makes CloudNativePG preload the library.
+        parameters: { 'pg_stat_statements.track': 'top', 'pg_stat_statements.max': '5000' },
+        // CloudNativePG appends its own catch-all line; the final reject keeps it unreached.
+        pg_hba: [...pgHbaHostLines(accessPolicy(db, s)), 'host all all all reject'],
+      },
+    },
+  };
+}
+
+export function cnpgPooler(db: ClusterDatabase, type: 'rw' | 'ro'): Manifest {
+  const n = names(db.shortId);
+  return {
+    apiVersion: CNPG,
+    kind: 'Pooler',
+    metadata: meta(db, type === 'rw' ? n.poolerRw : n.poolerRo),
+    spec: {
+      cluster: { name: n.cluster },
+      instances: 1,
+      type,
+      pgbouncer: { poolMode: 'transaction', parameters: { max_client_conn: '500', default_pool_size: '20' } },
+    },
+  };
+}
+
+export function mocoCluster(db: ClusterDatabase, s: KubernetesSettings): Manifest {
+  const n = names(db.shortId);
+  return {
+    apiVersion: MOCO,
+    kind: 'MySQLCluster',
+    metadata: meta(db, n.cluster),
+    spec: {
+      replicas: db.replicas,
+      podTemplate: {
+        spec: { containers: [{ name: 'mysqld', image: s.mysqlImage(db.version), resources: resources(db) }] },
+      },
+      volumeClaimTemplates: [
+        {
+          metadata: { name: 'mysql-data' },
+          spec: {
+            accessModes: ['ReadWriteOnce'],
+            resources: { requests: { storage: `${db.storageGb}Gi` } },
+            ...(s.storageClass ? { storageClassName: s.storageClass } : {}),
+          },
+        },
+      ],
+    },
+  };
+}
+
+/**
+ * MOCO creates no application database or user: this Job does, as `moco-writable`,
+ * once the primary answers (it retries until then). Idempotent, so it can be re-applied.
+ * The passwords come from the Secrets as env vars, expanded by the shell's here-document.
+ */
+export function mocoInitJob(db: ClusterDatabase, s: KubernetesSettings): Manifest {
+  const n = names(db.shortId);
+  const app = appUserOf(db.shortId);
+  const dbName = '\\`' + db.shortId + '\\`'; // a backtick escaped for the here-document
+  const script = [
+    'set -e',
+    'cat >/tmp/init.sql <<SQL',
+    `CREATE DATABASE IF NOT EXISTS ${dbName};`,
+    `CREATE USER IF NOT EXISTS '${app}'@'%' IDENTIFIED BY '$APP_PASSWORD';`,
+    `ALTER USER '${app}'@'%' IDENTIFIED BY '$APP_PASSWORD';`,
+    `GRANT ALL PRIVILEGES ON ${dbName}.* TO '${app}'@'%';`,
+    `CREATE USER IF NOT EXISTS '${CONSOLE_USER}'@'%' IDENTIFIED BY '$CONSOLE_PASSWORD';`,
+    `ALTER USER '${CONSOLE_USER}'@'%' IDENTIFIED BY '$CONSOLE_PASSWORD';`,
+    `GRANT ALL PRIVILEGES ON ${dbName}.* TO '${CONSOLE_USER}'@'%';`,
+    `GRANT SELECT ON performance_schema.* TO '${CONSOLE_USER}'@'%';`,
+    'SQL',
+    `mysql -h ${n.mocoPrimary} -u moco-writable -p"$WRITABLE_PASSWORD" </tmp/init.sql`,
+  ].join('\n');
+  const secretEnv = (name: string, secret: string, key: string) => ({ name, valueFrom: { secretKeyRef: { name: secret, key } } });
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: meta(db, n.initJob),
+    spec: {
+      backoffLimit: 60,
+      template: {
+        metadata: { labels: meta(db, n.initJob).labels },
+        spec: {
+          restartPolicy: 'OnFailure',
+          containers: [
+            {
+              name: 'init',
+              image: s.mysqlImage(db.version),
+              command: ['sh', '-c', script],
+              env: [
+                secretEnv('WRITABLE_PASSWORD', n.mocoSecret, 'WRITABLE_PASSWORD'),
+                secretEnv('APP_PASSWORD', n.appSecret, 'password'),
+                secretEnv('CONSOLE_PASSWORD', n.consoleSecret, 'password'),
+              ],
+            },
+          ],
+        },
+      },
+    },
+  };
+}
+
+/**
+ * External access: a LoadBalancer per endpoint. externalTrafficPolicy Local keeps the
+ * client's address (so pg_hba sees it), loadBalancerSourceRanges applies the allowlist
+ * at the balancer too, and external-dns publishes `<short_id>.<domain>`.
+ */
+export function externalService(db: ClusterDatabase, readOnly: boolean, hostname: string): Manifest {
+  const n = names(db.shortId);
+  const port = db.engine === 'postgresql' ? 5432 : 3306;
+  const selector =
+    db.engine === 'postgresql'
+      ? readOnly
+        ? { 'cnpg.io/cluster': n.cluster, 'cnpg.io/podRole': 'instance' }
+        : { 'cnpg.io/cluster': n.cluster, 'cnpg.io/instanceRole': 'primary' }
+      : { 'app.kubernetes.io/name': 'mysql', 'app.kubernetes.io/instance': n.cluster, ...(readOnly ? {} : { 'moco.cybozu.com/role': 'primary' }) };
+  const metadata = meta(db, readOnly ? n.externalRo : n.external);
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { ...metadata, annotations: { 'external-dns.alpha.kubernetes.io/hostname': hostname } },
+    spec: {
+      type: 'LoadBalancer',
+      externalTrafficPolicy: 'Local',
+      selector,
+      ports: [{ name: db.engine, port, targetPort: port, protocol: 'TCP' }],
+      ...(db.allowlist.length ? { loadBalancerSourceRanges: db.allowlist } : {}),
+    },
+  };
+}

@@ -1,0 +1,55 @@
+import type { ClusterCapabilities } from '../domain/capabilities.ts';
+import type { Credentials, Endpoints } from '../domain/connection.ts';
+import type { Engine } from '../domain/database.ts';
+import type { InstanceType } from '../domain/instance-types.ts';
+import type { Observation } from '../domain/status.ts';
+
+// What the databases service needs from a cluster. Shaped after crossplane's managed
+// resource contract: `observe` reports the live state, `apply` and `delete` converge and
+// are idempotent, so a call repeated after a crash or a timeout does no harm.
+
+/** Everything an adapter needs to run one database. */
+export interface ClusterDatabase {
+  id: string;
+  shortId: string;
+  workspaceId: string;
+  vpcId: string;
+  engine: Engine;
+  version: string;
+  instanceType: InstanceType;
+  storageGb: number;
+  replicas: number;
+  externalAccessEnabled: boolean;
+  /** Allowlist CIDRs (normalised); empty means no restriction. */
+  allowlist: string[];
+}
+
+export type ClusterRef = Pick<ClusterDatabase, 'id' | 'shortId' | 'vpcId' | 'engine'>;
+
+/** Where and as whom the control plane talks SQL to a database (console, schema, slow queries). */
+export interface SqlTarget {
+  engine: Engine;
+  host: string;
+  port: number;
+  user: string;
+  password: string;
+  database: string;
+  /** postgresql: role the console's statements run as (the app user), not the login role. */
+  runAs?: string;
+}
+
+export interface DatabaseCluster {
+  readonly capabilities: ClusterCapabilities;
+  /** Throws UnavailableError when the cluster cannot be reached. */
+  ping(): Promise<void>;
+  /** Creates the database or converges it to `db` (size, external access, allowlist). */
+  apply(db: ClusterDatabase): Promise<void>;
+  /** Live state of the given databases of one VPC, in one call to the cluster. */
+  observe(vpcId: string, ids: string[]): Promise<Map<string, Observation>>;
+  /** Removes everything the database runs on, data included. Idempotent. */
+  delete(db: ClusterRef): Promise<void>;
+  /** Endpoints it routes and the live credentials, read from the cluster. */
+  connection(db: ClusterDatabase): Promise<{ endpoints: Endpoints; credentials: Credentials }>;
+  sqlTarget(db: ClusterRef): Promise<SqlTarget>;
+  close(): Promise<void>;
+}

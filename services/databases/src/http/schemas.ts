@@ -1,0 +1,124 @@
+import { z } from 'zod';
+import { ENGINES, STATUSES } from '../domain/database.ts';
+import { INSTANCE_TYPE_NAMES } from '../domain/instance-types.ts';
+
+// Request and response contracts of the databases API. The same schemas validate
+// requests and produce the OpenAPI document (/internal/openapi).
+
+export const vpcParams = z.object({ workspaceID: z.string(), vpcID: z.string() });
+export const databaseParams = vpcParams.extend({ databaseID: z.string() });
+export const ruleParams = databaseParams.extend({ ruleID: z.string() });
+
+export const pageQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  cursor: z.string().min(1).optional(),
+});
+
+/** Versions are strings ("15", "10.11"); a bare number is taken as its text. */
+const version = z.union([z.string().min(1).max(20), z.number()]).transform(String);
+
+export const provisionBody = z.object({
+  name: z.string().optional(),
+  engine: z.enum(ENGINES).optional(),
+  instance_type: z.enum(INSTANCE_TYPE_NAMES).optional(),
+  storage_gb: z.number().int().optional(),
+  postgres_version: version.optional(),
+  mysql_version: version.optional(),
+  replicas: z.number().int().min(0).optional(),
+  external_access_enabled: z.boolean().optional(),
+});
+
+export const updateBody = z.object({
+  name: z.string().optional(),
+  instance_type: z.enum(INSTANCE_TYPE_NAMES).optional(),
+  storage_gb: z.number().int().optional(),
+  external_access_enabled: z.boolean().optional(),
+});
+
+export const ruleBody = z.object({
+  cidr: z.string({ error: 'is required (a CIDR block such as 203.0.113.0/24 or 2001:db8::/48)' }),
+  description: z.string().max(200).optional(),
+});
+
+export const QUERY_MAX_CHARS = 100_000;
+export const queryBody = z.object({
+  sql: z.string().trim().min(1, 'is required: one SQL statement').max(QUERY_MAX_CHARS),
+});
+
+export const SLOW_QUERIES_LIMIT = { default: 20, max: 100 } as const;
+export const slowQueriesQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(SLOW_QUERIES_LIMIT.max).default(SLOW_QUERIES_LIMIT.default),
+});
+
+// ---------- responses ----------
+
+export const database = z.object({
+  id: z.string(),
+  short_id: z.string(),
+  workspace_id: z.string(),
+  vpc_id: z.string(),
+  name: z.string(),
+  engine: z.enum(ENGINES),
+  instance_type: z.enum(INSTANCE_TYPE_NAMES),
+  storage_gb: z.number().int(),
+  postgres_version: z.string().nullable(),
+  mysql_version: z.string().nullable(),
+  replicas: z.number().int(),
+  external_access_enabled: z.boolean(),
+  status: z.enum(STATUSES),
+  status_reason: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+export const databaseList = z.object({ items: z.array(database), next_cursor: z.string().nullable() });
+
+export const connection = z.object({
+  engine: z.enum(ENGINES),
+  host: z.string(),
+  port: z.number().int(),
+  database: z.string(),
+  username: z.string(),
+  password: z.string(),
+  database_url: z.string(),
+  read_only_host: z.string(),
+  read_only_url: z.string(),
+  pooler_host: z.string().nullable().optional(),
+  pooler_host_ro: z.string().nullable().optional(),
+  external_host: z.string().nullable(),
+  external_host_ro: z.string().nullable(),
+  external_port: z.number().int().nullable(),
+  external_url: z.string().nullable(),
+  external_url_ro: z.string().nullable(),
+});
+
+export const rule = z.object({ id: z.string(), database_id: z.string(), cidr: z.string(), description: z.string(), created_at: z.string() });
+export const ruleList = z.object({ items: z.array(rule), next_cursor: z.null() });
+
+export const queryResult = z.object({
+  command: z.string(),
+  columns: z.array(z.object({ name: z.string(), type: z.string() })),
+  rows: z.array(z.array(z.unknown())),
+  row_count: z.number().int(),
+  truncated: z.boolean(),
+});
+
+export const schemaResult = z.object({
+  tables: z.array(
+    z.object({
+      schema: z.string(),
+      name: z.string(),
+      columns: z.array(z.object({ name: z.string(), type: z.string(), nullable: z.boolean(), default: z.string().nullable() })),
+      primary_key: z.array(z.string()),
+      indexes: z.array(z.object({ name: z.string(), columns: z.array(z.string()), unique: z.boolean(), primary: z.boolean(), definition: z.string() })),
+    }),
+  ),
+});
+
+export const slowQueries = z.object({
+  items: z.array(
+    z.object({ query: z.string(), calls: z.number(), mean_time_ms: z.number(), max_time_ms: z.number(), total_time_ms: z.number(), rows: z.number() }),
+  ),
+});
+
+export const errorBody = z.object({ error: z.string(), code: z.string() });

@@ -1,0 +1,214 @@
+// The kubernetes adapter against an in-process fake of the Kubernetes API: every object
+// it applies is validated (core kinds with kubernetes-models, CloudNativePG and MOCO
+// resources with their CRD schemas), and the API on top of it behaves as on docker.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { KubeConfig } from '@kubernetes/client-node';
+import { vpcNamespace } from '@pier/kit';
+import { KubernetesCluster } from '../src/cluster/kubernetes.ts';
+import type { ClusterDatabase } from '../src/cluster/port.ts';
+import { FakeKubernetes, KINDS } from './fake-kubernetes.ts';
+import { startDatabases, type Harness } from './support.ts';
+
+const DOMAINS = { postgresql: 'pg.example.com', mysql: 'my.example.com' };
+let fake: FakeKubernetes;
+let cluster: KubernetesCluster;
+
+function adapter(): KubernetesCluster {
+  const kc = new KubeConfig();
+  kc.loadFromString(fake.kubeconfig());
+  return new KubernetesCluster(kc, { domains: DOMAINS, storageClass: 'fast', timeoutMs: 2000 });
+}
+
+function database(over: Partial<ClusterDatabase> = {}): ClusterDatabase {
+  const id = randomUUID();
+  return {
+    id, shortId: id.slice(0, 8), workspaceId: randomUUID(), vpcId: randomUUID(), engine: 'postgresql', version: '16',
+    instanceType: 'svc.small', storageGb: 20, replicas: 0, externalAccessEnabled: false, allowlist: [], ...over,
+  };
+}
+
+beforeAll(async () => {
+  fake = await new FakeKubernetes().start();
+  cluster = adapter();
+});
+afterAll(async () => {
+  await fake.stop();
+});
+afterEach(() => {
+  expect(fake.invalid).toEqual([]);
+});
+
+describe('the fake API server', () => {
+  it('refuses what the real one would (its validation is not vacuous)', () => {
+    const check = (kind: string, obj: Record<string, unknown>) => () => KINDS.find((k) => k.kind === kind)!.validate(obj);
+    const meta = { name: 'x', namespace: 'n' };
+    expect(check('Cluster', { apiVersion: 'postgresql.cnpg.io/v1', kind: 'Cluster', metadata: meta, spec: { instances: 'one' } })).toThrow();
+    expect(check('Cluster', { apiVersion: 'postgresql.cnpg.io/v1', kind: 'Cluster', metadata: meta, spec: { instances: 1, postgresql: { pg_hbaa: [] } } })).toThrow(/additional/);
+    expect(check('MySQLCluster', { apiVersion: 'moco.cybozu.com/v1beta2', kind: 'MySQLCluster', metadata: meta, spec: { replicas: 1 } })).toThrow(/podTemplate/);
+    expect(check('Job', { apiVersion: 'batch/v1', kind: 'Job', metadata: meta, spec: { template: { spec: { containers: [{ image: 'x' }] } } } })).toThrow();
+    expect(check('Secret', { apiVersion: 'v1', kind: 'Secret', metadata: meta, stringData: { a: 1 } })).toThrow();
+  });
+});
+
+describe('postgresql on CloudNativePG', () => {
+  it('applies a Cluster, credentials Secrets and a read-write Pooler', async () => {
+    const db = database();
+    await cluster.apply(db);
+    const ns = vpcNamespace(db.vpcId);
+    const c = fake.get('clusters', ns, `db-${db.shortId}`)!;
+    expect(c.spec).toMatchObject({
+      instances: 1,
+      imageName: 'ghcr.io/cloudnative-pg/postgresql:16.10',
+      storage: { size: '20Gi', storageClass: 'fast' },
+      resources: { limits: { cpu: '1000m', memory: '1024Mi' } },
+      bootstrap: { initdb: { database: db.shortId, owner: `app_${db.shortId}`, secret: { name: `db-${db.shortId}-app` } } },
+    });
+    expect(c.spec.postgresql.pg_hba.at(-1)).toBe('host all all all reject');
+    expect(c.spec.postgresql.pg_hba).not.toContain('host all all 0.0.0.0/0 scram-sha-256');
+    expect(fake.get('poolers', ns, `db-${db.shortId}-pooler-rw`)!.spec).toMatchObject({ type: 'rw', cluster: { name: `db-${db.shortId}` } });
+    expect(fake.get('poolers', ns, `db-${db.shortId}-pooler-ro`)).toBeUndefined();
+    expect(fake.get('namespaces', '', ns)).toBeDefined();
+
+    const conn = await cluster.connection(db);
+    expect(conn.endpoints).toMatchObject({ host: `db-${db.shortId}-rw.${ns}.svc`, readOnlyHost: `db-${db.shortId}-r.${ns}.svc`, poolerHost: `db-${db.shortId}-pooler-rw.${ns}.svc`, port: 5432 });
+    expect(conn.credentials.username).toBe(`app_${db.shortId}`);
+    expect(conn.credentials.password).toMatch(/^[0-9a-f]{48}$/);
+    // The password is read from the Secret each time: what is there now is what is live.
+    fake.get('secrets', ns, `db-${db.shortId}-app`)!.data.password = Buffer.from('rotated').toString('base64');
+    expect((await cluster.connection(db)).credentials.password).toBe('rotated');
+    // Re-applying never regenerates credentials.
+    await cluster.apply(db);
+    expect((await cluster.connection(db)).credentials.password).toBe('rotated');
+    expect((await cluster.sqlTarget(db))).toMatchObject({ user: 'pier_console', runAs: `app_${db.shortId}`, database: db.shortId });
+  });
+
+  it('reads status from the Cluster in one list call per kind', async () => {
+    const vpcId = randomUUID();
+    const dbs = [database({ vpcId }), database({ vpcId }), database({ vpcId, engine: 'mysql', version: '8.4', replicas: 1 })];
+    for (const db of dbs) await cluster.apply(db);
+    const before = fake.requests.length;
+    let seen = await cluster.observe(vpcId, [...dbs.map((d) => d.id), randomUUID()]);
+    const lists = fake.requests.slice(before);
+    expect(lists.map((r) => r.method)).toEqual(['GET', 'GET', 'GET']);
+    expect(lists.every((r) => r.labelSelector === 'app.kubernetes.io/managed-by=pier,app.kubernetes.io/component=database')).toBe(true);
+    expect([...seen.values()].map((o) => o.phase)).toEqual(['starting', 'starting', 'starting', 'absent']);
+
+    const ns = vpcNamespace(vpcId);
+    fake.setStatus('clusters', ns, `db-${dbs[0]!.shortId}`, { phase: 'Cluster in healthy state', readyInstances: 1 });
+    fake.setStatus('clusters', ns, `db-${dbs[1]!.shortId}`, { phase: 'Unable to create required cluster objects' });
+    seen = await cluster.observe(vpcId, dbs.map((d) => d.id));
+    expect(seen.get(dbs[0]!.id)).toEqual({ phase: 'ready' });
+    expect(seen.get(dbs[1]!.id)).toMatchObject({ phase: 'failed', reason: 'Unable to create required cluster objects' });
+  });
+
+  it('exposes it externally through LoadBalancers restricted to the allowlist', async () => {
+    const db = database({ replicas: 2, externalAccessEnabled: true, allowlist: ['203.0.113.0/24'] });
+    await cluster.apply(db);
+    const ns = vpcNamespace(db.vpcId);
+    expect(fake.get('clusters', ns, `db-${db.shortId}`)!.spec.instances).toBe(3);
+    expect(fake.get('poolers', ns, `db-${db.shortId}-pooler-ro`)!.spec.type).toBe('ro');
+    const svc = fake.get('services', ns, `db-${db.shortId}-external`)!;
+    expect(svc.metadata.annotations).toEqual({ 'external-dns.alpha.kubernetes.io/hostname': `${db.shortId}.pg.example.com` });
+    expect(svc.spec).toMatchObject({ type: 'LoadBalancer', externalTrafficPolicy: 'Local', loadBalancerSourceRanges: ['203.0.113.0/24'], ports: [{ port: 5432 }] });
+    expect(fake.get('services', ns, `db-${db.shortId}-external-ro`)!.metadata.annotations['external-dns.alpha.kubernetes.io/hostname']).toBe(`${db.shortId}-ro.pg.example.com`);
+    expect(fake.get('clusters', ns, `db-${db.shortId}`)!.spec.postgresql.pg_hba).toContain('host all all 203.0.113.0/24 scram-sha-256');
+    const conn = await cluster.connection(db);
+    expect(conn.endpoints).toMatchObject({ externalPort: 5432, readOnlyHost: `db-${db.shortId}-ro.${ns}.svc`, poolerHostRo: `db-${db.shortId}-pooler-ro.${ns}.svc` });
+
+    await cluster.apply({ ...db, externalAccessEnabled: false, replicas: 0 });
+    expect(fake.get('services', ns, `db-${db.shortId}-external`)).toBeUndefined();
+    expect(fake.get('poolers', ns, `db-${db.shortId}-pooler-ro`)).toBeUndefined();
+  });
+
+  it('deletes everything it made', async () => {
+    const db = database({ externalAccessEnabled: true });
+    await cluster.apply(db);
+    await cluster.delete(db);
+    await cluster.delete(db); // idempotent
+    const ns = vpcNamespace(db.vpcId);
+    expect([...fake.objects.keys()].filter((k) => k.includes(`/${ns}/`))).toEqual([]);
+    expect((await cluster.observe(db.vpcId, [db.id])).get(db.id)).toEqual({ phase: 'absent' });
+  });
+});
+
+describe('mysql on MOCO', () => {
+  it('applies a MySQLCluster and the Job that creates the database and users', async () => {
+    const db = database({ engine: 'mysql', version: '8.4', replicas: 3, externalAccessEnabled: true });
+    await cluster.apply(db);
+    const ns = vpcNamespace(db.vpcId);
+    const m = fake.get('mysqlclusters', ns, `db-${db.shortId}`)!;
+    expect(m.spec).toMatchObject({ replicas: 3, podTemplate: { spec: { containers: [{ name: 'mysqld', image: 'ghcr.io/cybozu-go/moco/mysql:8.4.6' }] } } });
+    expect(m.spec.volumeClaimTemplates[0]).toMatchObject({ metadata: { name: 'mysql-data' }, spec: { resources: { requests: { storage: '20Gi' } }, storageClassName: 'fast' } });
+    const job = fake.get('jobs', ns, `db-${db.shortId}-init`)!;
+    expect(job.spec.template.spec.containers[0].command[2]).toContain(`CREATE DATABASE IF NOT EXISTS \\\`${db.shortId}\\\``);
+    expect(job.spec.template.spec.containers[0].env.map((e: { valueFrom: { secretKeyRef: { name: string } } }) => e.valueFrom.secretKeyRef.name)).toEqual([`moco-db-${db.shortId}`, `db-${db.shortId}-app`, `db-${db.shortId}-console`]);
+    expect(fake.get('services', ns, `db-${db.shortId}-external`)!.spec.selector).toEqual({ 'app.kubernetes.io/name': 'mysql', 'app.kubernetes.io/instance': `db-${db.shortId}`, 'moco.cybozu.com/role': 'primary' });
+    const conn = await cluster.connection(db);
+    expect(conn.endpoints).toMatchObject({ host: `moco-db-${db.shortId}-primary.${ns}.svc`, readOnlyHost: `moco-db-${db.shortId}-replica.${ns}.svc`, port: 3306, externalPort: 3306 });
+    expect(conn.endpoints.poolerHost).toBeUndefined();
+
+    const seen = () => cluster.observe(db.vpcId, [db.id]).then((s) => s.get(db.id));
+    fake.setStatus('mysqlclusters', ns, `db-${db.shortId}`, { conditions: [{ type: 'Available', status: 'True' }] });
+    expect((await seen())!.phase).toBe('starting'); // the init Job has not finished
+    fake.setStatus('jobs', ns, `db-${db.shortId}-init`, { succeeded: 1 });
+    expect(await seen()).toEqual({ phase: 'ready' });
+    fake.setStatus('jobs', ns, `db-${db.shortId}-init`, { failed: 61, conditions: [{ type: 'Failed', status: 'True', message: 'BackoffLimitExceeded' }] });
+    expect(await seen()).toMatchObject({ phase: 'failed', reason: expect.stringContaining('BackoffLimitExceeded') });
+  });
+});
+
+describe('the API on the kubernetes adapter', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startDatabases({}, { cluster: adapter() });
+  });
+  afterAll(async () => {
+    await h.stop();
+  });
+
+  it('validates against what the operators run, provisions, resyncs and deletes', async () => {
+    expect((await h.call('POST', h.base, { name: 'x', postgres_version: '12' })).body.field).toBe('postgres_version');
+    expect((await h.call('POST', h.base, { name: 'x', engine: 'mysql', replicas: 7 })).body.field).toBe('replicas');
+    const res = await h.call('POST', h.base, { name: 'k8s', replicas: 1 });
+    expect(res.status).toBe(202);
+    expect(res.body).toMatchObject({ status: 'creating', postgres_version: '16', replicas: 1 });
+    const ns = vpcNamespace(h.vpcId);
+    const name = `db-${res.body.short_id}`;
+    expect((await h.call('GET', `${h.base}/${res.body.id}`)).body.status).toBe('creating');
+    fake.setStatus('clusters', ns, name, { phase: 'Cluster in healthy state', readyInstances: 2 });
+    expect((await h.call('GET', `${h.base}/${res.body.id}`)).body.status).toBe('running');
+
+    const conn = await h.call('GET', `${h.base}/${res.body.id}/connection`);
+    expect(conn.body).toMatchObject({ host: `${name}-rw.${ns}.svc`, read_only_host: `${name}-ro.${ns}.svc`, external_url: null });
+    const ext = await h.call('PATCH', `${h.base}/${res.body.id}`, { external_access_enabled: true });
+    expect(ext.status).toBe(200);
+    const rule = await h.call('POST', `${h.base}/${res.body.id}/ip-allowlist`, { cidr: '198.51.100.7' });
+    expect(rule.status).toBe(201);
+    expect(fake.get('services', ns, `${name}-external`)!.spec.loadBalancerSourceRanges).toEqual(['198.51.100.7/32']);
+    const c = (await h.call('GET', `${h.base}/${res.body.id}/connection`)).body;
+    expect(c.external_url).toBe(`postgresql://app_${res.body.short_id}:${c.password}@${res.body.short_id}.pg.pier.localhost:5432/${res.body.short_id}`);
+
+    expect((await h.call('DELETE', `${h.base}/${res.body.id}`)).status).toBe(202);
+    for (let i = 0; i < 40 && (await h.call('GET', `${h.base}/${res.body.id}`)).status !== 404; i++) await new Promise((r) => setTimeout(r, 50));
+    expect((await h.call('GET', `${h.base}/${res.body.id}`)).status).toBe(404);
+    expect(fake.get('clusters', ns, name)).toBeUndefined();
+  });
+
+  it('answers 503 and writes nothing when the API server is down', async () => {
+    const down = new FakeKubernetes();
+    await down.start();
+    await down.stop(); // a port that no longer answers
+    const kc = new KubeConfig();
+    kc.loadFromString(down.kubeconfig());
+    const h2 = await startDatabases({}, { cluster: new KubernetesCluster(kc, { domains: DOMAINS, timeoutMs: 1000 }) });
+    try {
+      const res = await h2.call('POST', h2.base, { name: 'nope' });
+      expect(res.status).toBe(503);
+      expect(res.body.code).toBe('cluster_unavailable');
+      expect((await h2.call('GET', h2.base)).body.items).toEqual([]);
+    } finally {
+      await h2.stop();
+    }
+  });
+});

@@ -1,0 +1,28 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createDb, migrate, type Knex } from '@pier/kit';
+import { createTestDatabase } from '@pier/kit/testing';
+import { migrations, SCHEMA } from '../src/store/migrations.ts';
+import { infra } from './support.ts';
+
+let db: Awaited<ReturnType<typeof createTestDatabase>>;
+let knex: Knex;
+beforeAll(async () => {
+  db = await createTestDatabase(infra().postgresAdminUrl);
+  knex = createDb(db.urls.databases, SCHEMA);
+});
+afterAll(async () => {
+  await knex.destroy();
+  await db.drop();
+});
+
+const tables = async () =>
+  (await knex.raw(`select table_name from information_schema.tables where table_schema = ? and table_name <> 'migrations' and table_name <> 'migrations_lock' order by 1`, [SCHEMA])).rows.map((r: { table_name: string }) => r.table_name);
+
+it('migrates up, down and up again', async () => {
+  await migrate(knex, SCHEMA, migrations, 'up');
+  expect(await tables()).toEqual(['allowlist_rules', 'databases', 'outbox']);
+  await migrate(knex, SCHEMA, migrations, 'down');
+  expect(await tables()).toEqual([]);
+  await migrate(knex, SCHEMA, migrations, 'up');
+  expect(await tables()).toEqual(['allowlist_rules', 'databases', 'outbox']);
+});
