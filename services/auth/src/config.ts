@@ -45,7 +45,8 @@ export const authEnv = serviceEnv
     PIER_OIDC_ISSUER: optionalText,
     PIER_OIDC_JWKS_URL: optionalUrl('PIER_OIDC_JWKS_URL'),
     PIER_OIDC_AUDIENCE: optionalText,
-    PIER_BOOTSTRAP_EMAIL: z.string().email({ message: 'PIER_BOOTSTRAP_EMAIL must be an e-mail address' }).default('owner@localhost'),
+    // Not z.email(): it wants a dot in the domain, and the default owner@localhost has none.
+    PIER_BOOTSTRAP_EMAIL: z.string().regex(/^[^@\s]+@[^@\s]+$/, 'PIER_BOOTSTRAP_EMAIL must be an e-mail address').default('owner@localhost'),
     PIER_CONFIG_DIR: z.string().min(1).default(() => path.join(os.homedir(), '.config', 'pier')),
     PIER_PUBLIC_URL: z.string().url({ message: 'PIER_PUBLIC_URL must be the gateway URL, e.g. http://127.0.0.1:7100' }).default('http://127.0.0.1:7100'),
     PIER_BOOTSTRAP: flag,

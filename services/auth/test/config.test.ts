@@ -26,6 +26,7 @@ describe('auth configuration', async () => {
     expect(c.PIER_OIDC_ISSUER).toBeUndefined();
     expect(c.PIER_CONFIG_DIR).toMatch(/\.config\/pier$/);
     expect(readConfig({ ...base, PIER_BOOTSTRAP: 'false' }).PIER_BOOTSTRAP).toBe(false);
+    expect(readConfig({ ...base, PIER_BOOTSTRAP_EMAIL: 'owner@localhost' }).PIER_BOOTSTRAP_EMAIL).toBe('owner@localhost');
   });
 
   it('names what is wrong', async () => {

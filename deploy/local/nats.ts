@@ -1,0 +1,143 @@
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { access, mkdir } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+const exec = promisify(execFile);
+
+export interface RunningNats {
+  url: string;
+  /** How it was found, for the summary. */
+  how: string;
+  stop(): Promise<void>;
+}
+
+export class MissingDependency extends Error {}
+
+const CONTAINER = 'pier-local-nats';
+
+async function onPath(cmd: string): Promise<string | null> {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    if (!dir) continue;
+    const candidate = path.join(dir, cmd);
+    try {
+      await access(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      /* not here */
+    }
+  }
+  return null;
+}
+
+/** Resolves once something accepts TCP connections on the port. */
+async function waitForPort(port: number, timeoutMs: number, alive: () => boolean): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = net.connect(port, '127.0.0.1', () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (!alive()) throw new Error('NATS exited during start-up');
+    if (Date.now() > deadline) throw new Error(`NATS did not listen on 127.0.0.1:${port} within ${timeoutMs / 1000}s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function dockerAnswers(): Promise<boolean> {
+  try {
+    await exec('docker', ['version', '--format', '{{.Server.Version}}'], { timeout: 5000 });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function localImage(): Promise<string | null> {
+  for (const image of ['pier/nats:2', 'nats:2']) {
+    try {
+      await exec('docker', ['image', 'inspect', image], { timeout: 5000 });
+      return image;
+    } catch {
+      /* not present */
+    }
+  }
+  return null;
+}
+
+/**
+ * NATS with JetStream, in order of preference: PIER_NATS_URL; a `nats-server` on PATH,
+ * started with its store under `<home>/nats`; a container from the local `pier/nats:2`
+ * (or `nats:2`) image when a Docker engine answers. Otherwise a MissingDependency saying
+ * how to get one. Never installs anything itself.
+ */
+export async function findNats(home: string, port: number): Promise<RunningNats> {
+  if (process.env.PIER_NATS_URL) {
+    return { url: process.env.PIER_NATS_URL, how: 'PIER_NATS_URL', stop: async () => undefined };
+  }
+  const binary = await onPath('nats-server');
+  if (binary) {
+    const store = path.join(home, 'nats');
+    await mkdir(store, { recursive: true });
+    const child: ChildProcess = spawn(binary, ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', store], {
+      detached: true, // own process group: Ctrl-C reaches the launcher, which stops NATS after the services
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let output = '';
+    child.stderr!.on('data', (d: Buffer) => {
+      if (output.length < 10_000) output += d.toString();
+    });
+    try {
+      await waitForPort(port, 10_000, () => child.exitCode === null);
+    } catch (err) {
+      child.kill('SIGKILL');
+      throw new Error(`${(err as Error).message}\n${output.trim().split('\n').slice(-5).join('\n')}`);
+    }
+    return {
+      url: `nats://127.0.0.1:${port}`,
+      how: `${binary} (JetStream store in ${store})`,
+      stop: () =>
+        new Promise((resolve) => {
+          if (child.exitCode !== null) return resolve();
+          child.once('exit', () => resolve());
+          child.kill('SIGTERM');
+        }),
+    };
+  }
+  if (await dockerAnswers()) {
+    const image = await localImage();
+    if (image) {
+      // Our own container from an earlier run that did not stop cleanly.
+      await exec('docker', ['rm', '-f', CONTAINER]).catch(() => undefined);
+      await exec('docker', ['run', '-d', '--rm', '--name', CONTAINER, '--label', 'pier.local=true', '-p', `127.0.0.1:${port}:4222`, image, '-js']);
+      await waitForPort(port, 15_000, () => true);
+      return {
+        url: `nats://127.0.0.1:${port}`,
+        how: `Docker container ${CONTAINER} (${image})`,
+        stop: async () => {
+          await exec('docker', ['stop', '-t', '5', CONTAINER]).catch(() => undefined);
+        },
+      };
+    }
+  }
+  throw new MissingDependency(
+    [
+      'Pier needs a NATS server with JetStream, and none was found:',
+      '  - PIER_NATS_URL is not set',
+      '  - no `nats-server` on PATH',
+      (await dockerAnswers()) ? '  - Docker answers, but neither pier/nats:2 nor nats:2 is present locally' : '  - no Docker engine answers',
+      'Any one of these fixes it:',
+      '  - Debian/Ubuntu: apt-get install nats-server        (then run ./pier up again)',
+      '  - macOS: brew install nats-server',
+      '  - other systems: https://docs.nats.io/running-a-nats-service/introduction/installation',
+      '  - with Docker: deploy/images/build.sh (builds pier/nats:2), or docker pull nats:2',
+      '  - or point at a running one: PIER_NATS_URL=nats://host:4222 ./pier up',
+    ].join('\n'),
+  );
+}

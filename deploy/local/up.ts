@@ -1,0 +1,242 @@
+/**
+ * `./pier up`: the whole platform on this machine, in the foreground, until Ctrl-C.
+ *
+ * PostgreSQL: PIER_DATABASE_URL (an admin URL; its database is used) or an embedded
+ * server whose data lives in $PIER_HOME/postgres. NATS: PIER_NATS_URL, a `nats-server` on
+ * PATH, or a local NATS image in Docker. Keys and passwords are generated on the first
+ * run and kept in $PIER_HOME/state.json (0600). $PIER_HOME defaults to `.pier/` in the
+ * repository. Each service runs as a child process with its own environment; the CLI's
+ * bootstrap files land in $PIER_CONFIG_DIR (default ~/.config/pier). See README.md here.
+ */
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { provisionServiceRoles } from '@pier/kit';
+import { loadState } from './state.ts';
+import { ensureDatabase, startEmbeddedPostgres, type EmbeddedPostgres } from './postgres.ts';
+import { findNats, MissingDependency, type RunningNats } from './nats.ts';
+import { portInUse, ServiceProcess } from './children.ts';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const env = process.env;
+const home = path.resolve(env.PIER_HOME || path.join(root, '.pier'));
+const say = (line: string) => process.stdout.write(`pier: ${line}\n`);
+
+const num = (name: string, fallback: number) => Number(env[name] || fallback);
+const ports = {
+  gateway: num('PIER_GATEWAY_PORT', 7100),
+  authHttp: num('PIER_AUTH_HTTP_PORT', 7101),
+  authGrpc: num('PIER_AUTH_GRPC_PORT', 7111),
+  compute: num('PIER_COMPUTE_HTTP_PORT', 7102),
+  databases: num('PIER_DATABASES_HTTP_PORT', 7103),
+  secretsHttp: num('PIER_SECRETS_HTTP_PORT', 7104),
+  secretsGrpc: num('PIER_SECRETS_GRPC_PORT', 7114),
+  postgres: num('PIER_POSTGRES_PORT', 7120),
+  nats: num('PIER_LOCAL_NATS_PORT', 7122),
+};
+const host = env.PIER_BIND_HOST || '127.0.0.1';
+const local = (port: number) => `http://127.0.0.1:${port}`;
+
+let postgres: EmbeddedPostgres | undefined;
+let nats: RunningNats | undefined;
+const services: ServiceProcess[] = [];
+let stopping = false;
+
+async function stopAll(): Promise<void> {
+  // Gateway first (no new requests), auth, then the resource services; infrastructure last.
+  for (const s of [...services].reverse()) await s.stop();
+  await nats?.stop();
+  await postgres?.stop();
+}
+
+async function checkPorts(wanted: [string, number][]): Promise<void> {
+  const busy: string[] = [];
+  for (const [name, port] of wanted) if (await portInUse(port, host)) busy.push(`  ${name}: port ${port}`);
+  if (busy.length) {
+    throw new MissingDependency(
+      `these ports are already in use (is Pier already running?):\n${busy.join('\n')}\n` +
+        'stop what holds them, or choose others with PIER_GATEWAY_PORT, PIER_AUTH_HTTP_PORT, PIER_AUTH_GRPC_PORT, PIER_COMPUTE_HTTP_PORT, ' +
+        'PIER_DATABASES_HTTP_PORT, PIER_SECRETS_HTTP_PORT, PIER_SECRETS_GRPC_PORT, PIER_POSTGRES_PORT, PIER_LOCAL_NATS_PORT',
+    );
+  }
+}
+
+async function main(): Promise<void> {
+  const { state, file, created } = await loadState(home);
+  say(`${created ? 'created' : 'using'} ${file} (identity keys and service passwords, mode 0600)`);
+
+  await checkPorts([
+    ['gateway', ports.gateway],
+    ['auth http', ports.authHttp],
+    ['auth grpc', ports.authGrpc],
+    ['compute', ports.compute],
+    ['databases', ports.databases],
+    ['secrets http', ports.secretsHttp],
+    ['secrets grpc', ports.secretsGrpc],
+    ...(env.PIER_DATABASE_URL ? [] : ([['embedded PostgreSQL', ports.postgres]] as [string, number][])),
+  ]);
+
+  let adminUrl: string;
+  if (env.PIER_DATABASE_URL) {
+    adminUrl = env.PIER_DATABASE_URL;
+    say('PostgreSQL: PIER_DATABASE_URL');
+  } else {
+    postgres = await startEmbeddedPostgres(home, ports.postgres, state.postgresPassword, say);
+    adminUrl = await ensureDatabase(postgres.adminUrl, 'pier');
+    say(`PostgreSQL: embedded, 127.0.0.1:${ports.postgres}, data in ${postgres.dataDir}`);
+  }
+  const dbUrls = await provisionServiceRoles(adminUrl, state.servicePasswords);
+
+  if (!env.PIER_NATS_URL && (await portInUse(ports.nats))) {
+    throw new MissingDependency(`port ${ports.nats} (NATS) is in use; set PIER_LOCAL_NATS_PORT, or PIER_NATS_URL to use a running NATS`);
+  }
+  nats = await findNats(home, ports.nats);
+  say(`NATS: ${nats.how}`);
+
+  // Every child inherits the user's environment (PIER_LOG_LEVEL, PIER_CLUSTER, PIER_OIDC_*,
+  // PIER_CONFIG_DIR, ...) and gets its wiring on top.
+  const common = (service: keyof typeof dbUrls): NodeJS.ProcessEnv => ({
+    ...env,
+    PIER_DATABASE_URL: dbUrls[service],
+    PIER_NATS_URL: nats!.url,
+    PIER_IDENTITY_PUBLIC_KEY: state.identity.publicJwk,
+    PIER_BIND_HOST: host,
+  });
+  const urls = {
+    compute: local(ports.compute),
+    databases: local(ports.databases),
+    secrets: local(ports.secretsHttp),
+    auth: local(ports.authHttp),
+    gateway: env.PIER_PUBLIC_URL || local(ports.gateway),
+  };
+  const entry = (name: string) => path.join('services', name, 'src', 'main.ts');
+  const resources = [
+    new ServiceProcess(
+      'secrets',
+      entry('secrets'),
+      {
+        ...common('secrets'),
+        PIER_SECRETS_HTTP_PORT: String(ports.secretsHttp),
+        PIER_SECRETS_GRPC_PORT: String(ports.secretsGrpc),
+        PIER_SECRETS_STORE_KEY: env.PIER_SECRETS_STORE_KEY || state.secretsStoreKey,
+        PIER_SECRETS_STORE_DIR: env.PIER_SECRETS_STORE_DIR || path.join(home, 'secrets'),
+        PIER_COMPUTE_SERVICE_PUBLIC_KEY: state.computeKeys.publicJwk,
+      },
+      `${urls.secrets}/healthz`,
+    ),
+    new ServiceProcess(
+      'compute',
+      entry('compute'),
+      {
+        ...common('compute'),
+        PIER_COMPUTE_HTTP_PORT: String(ports.compute),
+        PIER_SECRETS_GRPC_URL: `127.0.0.1:${ports.secretsGrpc}`,
+        PIER_COMPUTE_SERVICE_PRIVATE_KEY: state.computeKeys.privateJwk,
+      },
+      `${urls.compute}/healthz`,
+    ),
+    new ServiceProcess('databases', entry('databases'), { ...common('databases'), PIER_DATABASES_HTTP_PORT: String(ports.databases) }, `${urls.databases}/healthz`),
+  ];
+  for (const s of resources) {
+    s.start(root);
+    services.push(s);
+  }
+  await Promise.all(resources.map((s) => s.waitHealthy(90_000)));
+
+  const auth = new ServiceProcess(
+    'auth',
+    entry('auth'),
+    {
+      ...common('auth'),
+      PIER_IDENTITY_PRIVATE_KEY: state.identity.privateJwk,
+      PIER_AUTH_HTTP_PORT: String(ports.authHttp),
+      PIER_AUTH_GRPC_PORT: String(ports.authGrpc),
+      PIER_PUBLIC_URL: urls.gateway,
+      PIER_COMPUTE_URL: urls.compute,
+      PIER_DATABASES_URL: urls.databases,
+      PIER_SECRETS_URL: urls.secrets,
+    },
+    `${urls.auth}/healthz`,
+  );
+  auth.start(root);
+  services.push(auth);
+  await auth.waitHealthy(90_000);
+
+  const gateway = new ServiceProcess(
+    'gateway',
+    entry('gateway'),
+    {
+      ...env,
+      PIER_GATEWAY_PORT: String(ports.gateway),
+      PIER_BIND_HOST: host,
+      PIER_AUTH_GRPC_URL: `127.0.0.1:${ports.authGrpc}`,
+      PIER_AUTH_URL: urls.auth,
+      PIER_COMPUTE_URL: urls.compute,
+      PIER_DATABASES_URL: urls.databases,
+      PIER_SECRETS_URL: urls.secrets,
+    },
+    `${local(ports.gateway)}/healthz`,
+  );
+  gateway.start(root);
+  services.push(gateway);
+  await gateway.waitHealthy(90_000);
+
+  const configDir = env.PIER_CONFIG_DIR || path.join(os.homedir(), '.config', 'pier');
+  const shown = configDir.startsWith(os.homedir()) ? '~' + configDir.slice(os.homedir().length) : configDir;
+  process.stdout.write(
+    [
+      '',
+      'Pier is running.',
+      `  API:          ${urls.gateway}/api/v1   (description: ${urls.gateway}/api/v1/openapi.json)`,
+      `  Credentials:  ${path.join(shown, 'credentials.json')} (api_url, token) and ${path.join(shown, 'config.json')} (workspace_id, vpc_id), mode 0600`,
+      `  Try:          curl -H "Authorization: Bearer $(jq -r .token ${path.join(shown, 'credentials.json')})" ${urls.gateway}/api/v1/workspaces`,
+      '  Stop:         Ctrl-C',
+      '',
+    ].join('\n') + '\n',
+  );
+
+  // A service that dies on its own takes the platform down with it: half a platform
+  // answering 503s is harder to notice than a launcher that says what happened.
+  const watch = setInterval(() => {
+    const dead = services.find((s) => s.exited);
+    if (dead && !stopping) {
+      clearInterval(watch);
+      say(`${dead.name} exited unexpectedly; stopping everything`);
+      void shutdown(1);
+    }
+  }, 500);
+  watch.unref();
+}
+
+async function shutdown(code: number): Promise<never> {
+  stopping = true;
+  say('stopping...');
+  await stopAll().catch((err) => say(`error while stopping: ${(err as Error).message}`));
+  say('stopped');
+  process.exit(code);
+}
+
+let firstSignalAt = 0;
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.on(signal, () => {
+    if (stopping) {
+      // A second Ctrl-C stops waiting. Wrappers (pnpm, tsx) may pass the first one on
+      // again a moment later, so only a signal well after the first counts.
+      if (Date.now() - firstSignalAt < 1000) return;
+      for (const s of services) s.killNow();
+      process.exit(130);
+    }
+    firstSignalAt = Date.now();
+    void shutdown(0);
+  });
+}
+process.on('exit', () => {
+  for (const s of services) s.killNow();
+});
+
+main().catch(async (err: unknown) => {
+  stopping = true;
+  process.stderr.write(`\npier: ${err instanceof MissingDependency ? '' : 'failed: '}${(err as Error).message}\n`);
+  await stopAll().catch(() => undefined);
+  process.exit(1);
+});

@@ -1,0 +1,95 @@
+import http from 'node:http';
+import type { Socket } from 'node:net';
+import { createProxyMiddleware, type Plugin, type RequestHandler } from 'http-proxy-middleware';
+import { errorBody, PierError, type Logger } from '@pier/kit';
+import type { Upstream } from '../routing.ts';
+import { writeSocketError } from './socket-response.ts';
+
+/** Set on an upgrade request by the gateway: told once the status the client got. */
+export const UPGRADE_DONE = Symbol('pier.upgradeDone');
+export type UpgradeRequest = http.IncomingMessage & { [UPGRADE_DONE]?: { answered: boolean; done(status: number): void } };
+
+export interface UpstreamProxy {
+  name: Upstream;
+  target: string;
+  handle: RequestHandler<http.IncomingMessage, http.ServerResponse>;
+  agent: http.Agent;
+}
+
+/**
+ * One proxy per upstream service. The identity, request id and the removal of the
+ * Authorization header are done on `req.headers` before proxying (http-proxy copies
+ * them), so no per-request proxy event listener is needed. The default plugins of
+ * http-proxy-middleware are ejected: they attach listeners to every request and log URLs
+ * with their query strings, which may hold an `access_token`.
+ */
+export function createUpstreamProxy(name: Upstream, target: string, logger: Logger): UpstreamProxy {
+  // Keep-alive, and let idle sockets go before the services' 65 s keep-alive timeout so we
+  // never reuse a socket the other side is closing.
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64, timeout: 30_000, scheduling: 'lifo' });
+  const errors: Plugin<http.IncomingMessage, http.ServerResponse> = (proxy) => {
+    proxy.on('error', (err, req, res) => {
+      const unavailable = new PierError('unavailable', `${name} service unavailable`, 'upstream_unavailable');
+      logger.warn({ upstream: name, err: (err as NodeJS.ErrnoException).code ?? err.message, requestId: req.headers['x-request-id'] }, 'upstream request failed');
+      if (res instanceof http.ServerResponse) {
+        if (res.headersSent) {
+          res.destroy();
+          return;
+        }
+        res.statusCode = 503;
+        res.setHeader('content-type', 'application/json; charset=utf-8');
+        res.end(JSON.stringify(errorBody(unavailable)));
+      } else {
+        const hook = (req as UpgradeRequest)[UPGRADE_DONE];
+        // After the handshake was answered the socket carries WebSocket frames: just close it.
+        if (hook?.answered) {
+          (res as Socket).destroy();
+          return;
+        }
+        writeSocketError(res as Socket, 503, errorBody(unavailable), String(req.headers['x-request-id'] ?? ''));
+        if (hook) {
+          hook.answered = true;
+          hook.done(503);
+        }
+      }
+    });
+    // A client that goes away mid-stream (log tails, SSE) must not leave the upstream
+    // response open.
+    proxy.on('proxyRes', (proxyRes, _req, res) => {
+      if (proxyRes.headers['content-length'] !== undefined) return;
+      res.once('close', () => {
+        if (!res.writableEnded) proxyRes.destroy();
+      });
+    });
+    // WebSocket sockets on either side may reset; never let that crash the gateway. The
+    // upstream's answer to the handshake gets our request id and goes to the access log.
+    proxy.on('proxyReqWs', (proxyReq, req, socket) => {
+      socket.on('error', () => undefined);
+      const requestId = req.headers['x-request-id'];
+      const hook = (req as UpgradeRequest)[UPGRADE_DONE];
+      const answered = (res: http.IncomingMessage) => {
+        if (typeof requestId === 'string') res.headers['x-request-id'] ??= requestId;
+        if (hook) {
+          hook.answered = true;
+          hook.done(res.statusCode ?? 101);
+        }
+      };
+      proxyReq.on('upgrade', answered);
+      proxyReq.on('response', answered);
+    });
+    proxy.on('open', (proxySocket) => {
+      proxySocket.on('error', () => undefined);
+    });
+  };
+  // A parsed target: http-proxy would otherwise parse the URL string on every request.
+  const url = new URL(target);
+  const parsedTarget = { protocol: url.protocol, host: url.host, hostname: url.hostname, port: url.port, path: url.pathname };
+  const handle = createProxyMiddleware<http.IncomingMessage, http.ServerResponse>({
+    target: parsedTarget,
+    agent,
+    xfwd: true,
+    ejectPlugins: true,
+    plugins: [errors],
+  });
+  return { name, target, handle, agent };
+}

@@ -1,0 +1,22 @@
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+
+/**
+ * Answers a WebSocket handshake that we refuse, on the raw socket (there is no
+ * ServerResponse for an upgrade), with the same JSON error body as any other response.
+ */
+export function writeSocketError(socket: Duplex, status: number, body: unknown, requestId: string): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const json = JSON.stringify(body);
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n` +
+      'content-type: application/json; charset=utf-8\r\n' +
+      `content-length: ${Buffer.byteLength(json)}\r\n` +
+      (requestId ? `x-request-id: ${requestId}\r\n` : '') +
+      'connection: close\r\n\r\n' +
+      json,
+  );
+}

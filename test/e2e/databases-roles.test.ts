@@ -1,0 +1,90 @@
+// The databases endpoints' roles, through the gateway with each member's own API key:
+// any member reads (connection and slow queries included, Viewers too); schema, query
+// and every write need Owner or Admin.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startPlatform, type Api, type Platform } from '../support/platform.ts';
+import { startOidcProvider, type OidcProvider } from '../support/oidc.ts';
+import { DATABASES_ENV, cleanupVpc, waitForStatus } from './databases-helpers.ts';
+
+const FORBIDDEN = { error: 'insufficient workspace permissions', code: expect.any(String) };
+type Role = 'owner' | 'admin' | 'developer' | 'viewer';
+
+let p: Platform;
+let oidc: OidcProvider;
+let base: string;
+let one: string;
+const keys = {} as Record<Role, string>;
+
+beforeAll(async () => {
+  oidc = await startOidcProvider();
+  p = await startPlatform({ env: { auth: oidc.env, databases: DATABASES_ENV } });
+  const ws = p.bootstrap.workspaceId;
+  const owner = p.api(p.bootstrap.token);
+  keys.owner = p.bootstrap.token;
+  for (const role of ['admin', 'developer', 'viewer'] as const) {
+    const email = `${role}@example.com`;
+    const me = p.api(await oidc.sign(email));
+    const home = await me.post('/api/v1/workspaces', { name: `home-${role}` });
+    const key = await me.post(`/api/v1/workspaces/${home.body.id}/api-keys`, { name: 'laptop' });
+    expect((await owner.post(`/api/v1/workspaces/${ws}/members`, { email, role })).status).toBe(201);
+    keys[role] = key.body.key;
+  }
+  base = `/api/v1/workspaces/${ws}/vpcs/${p.bootstrap.vpcId}/databases`;
+  const db = await owner.post(base, { name: 'roles' });
+  expect(db.status).toBe(202);
+  one = `${base}/${db.body.id}`;
+  await waitForStatus(owner, one, 'running');
+});
+
+afterAll(async () => {
+  await p?.stop();
+  await oidc?.stop();
+  if (p) await cleanupVpc(p.bootstrap.vpcId);
+});
+
+const as = (role: Role): Api => p.api(keys[role]);
+
+describe('reads: any member, Viewers included', () => {
+  it.each(['owner', 'admin', 'developer', 'viewer'] as const)('%s lists, reads, gets the connection (live password) and slow queries', async (role) => {
+    const api = as(role);
+    expect((await api.get(base)).status).toBe(200);
+    expect((await api.get(one)).status).toBe(200);
+    const conn = await api.get(`${one}/connection`);
+    expect(conn.status).toBe(200);
+    expect(conn.body.password).toMatch(/^[0-9a-f]{48}$/);
+    expect((await api.get(`${one}/slow-queries`)).status).toBe(200);
+    expect((await api.get(`${one}/ip-allowlist`)).status).toBe(200);
+  });
+});
+
+describe('Owner or Admin only', () => {
+  const matrix = [
+    ['owner', true],
+    ['admin', true],
+    ['developer', false],
+    ['viewer', false],
+  ] as const;
+
+  it.each(matrix)('%s: schema, query and writes allowed = %s', async (role, allowed) => {
+    const api = as(role);
+    const checks: [string, Promise<{ status: number; body: unknown }>, number][] = [
+      ['schema', api.get(`${one}/schema`), 200],
+      ['query', api.post(`${one}/query`, { sql: 'select 1' }), 200],
+      ['slow-queries reset', api.post(`${one}/slow-queries/reset`), 204],
+      // Writes with a body that fails validation: passing the role check shows as 400/404.
+      ['provision', api.post(base, { name: 'Not Valid' }), 400],
+      ['patch', api.patch(one, {}), 400],
+      ['delete', api.delete(`${base}/00000000-0000-4000-8000-000000000000`), 404],
+      ['allowlist add', api.post(`${one}/ip-allowlist`, { cidr: 'nope' }), 400],
+      ['allowlist remove', api.delete(`${one}/ip-allowlist/00000000-0000-4000-8000-000000000000`), 404],
+    ];
+    for (const [what, pending, ok] of checks) {
+      const res = await pending;
+      if (allowed) expect(res.status, what).toBe(ok);
+      else {
+        expect(res.status, what).toBe(403);
+        expect(res.body, what).toEqual(FORBIDDEN);
+      }
+    }
+  });
+});
