@@ -11,6 +11,9 @@
  * Env: PIER_BENCH_POSTGRES_URL / PIER_BENCH_NATS_URL (else containers, see infra.ts),
  * PIER_BENCH_CONCURRENCY (16), PIER_BENCH_REQUESTS (20000), PIER_BENCH_SECONDS (10),
  * PIER_BENCH_ROUNDS (2), PIER_BENCH_PROFILE (a directory: CPU profiles of auth and gateway).
+ *
+ * Then the services list (bench/services.ts) and database (bench/databases.ts) benchmarks
+ * on the same Postgres and NATS. PIER_BENCH_ONLY=gateway,services,databases picks some.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import net from 'node:net';
@@ -20,7 +23,9 @@ import { fileURLToPath } from 'node:url';
 import { generateIdentityKeys, IDENTITY_HEADER, importIdentityKey, signIdentity } from '@pier/kit';
 import { createTestDatabase } from '@pier/kit/testing';
 import { ServiceProcess } from '../deploy/local/children.ts';
-import { startInfra } from './infra.ts';
+import { startInfra, type Infra } from './infra.ts';
+import { benchServices } from './services.ts';
+import { benchDatabases } from './databases.ts';
 import { AuthClient } from '@pier/gateway';
 import { runClosedLoop, runLoad, type LoadResult } from './load.ts';
 import { perRequest, snapshot } from './cpu.ts';
@@ -60,9 +65,8 @@ function combine(runs: LoadResult[]): LoadResult {
   };
 }
 
-async function main(): Promise<void> {
-  const infra = await startInfra();
-  const cleanups: (() => Promise<unknown>)[] = [() => infra.stop()];
+async function benchGateway(infra: Infra): Promise<void> {
+  const cleanups: (() => Promise<unknown>)[] = [];
   try {
     const db = await createTestDatabase(infra.postgresAdminUrl);
     cleanups.push(() => db.drop());
@@ -179,6 +183,25 @@ async function main(): Promise<void> {
     if (d.errors + g.errors > 0) throw new Error(`${d.errors + g.errors} requests failed`);
   } finally {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+  }
+}
+
+async function main(): Promise<void> {
+  const only = new Set((process.env.PIER_BENCH_ONLY ?? 'gateway,services,databases').split(',').map((s) => s.trim()));
+  const infra = await startInfra();
+  try {
+    if (only.has('gateway')) await benchGateway(infra);
+    const log = (line: string) => console.log(line);
+    if (only.has('services')) {
+      console.log('');
+      await benchServices({ infra, log });
+    }
+    if (only.has('databases')) {
+      console.log('');
+      await benchDatabases({ infra, log });
+    }
+  } finally {
+    await infra.stop();
   }
 }
 
