@@ -1,3 +1,4 @@
+import os from 'node:os';
 // A managed PostgreSQL on the docker adapter, driven through the gateway: provisioning
 // rules, live status, connecting with the real psql (inside the VPC and from outside),
 // the SQL console, schema inspector, slow queries, IP allowlist enforced by pg_hba.conf,
@@ -242,6 +243,12 @@ describe('a PostgreSQL database', () => {
     const server = await inspect(`pier-db-${id}`);
     expect(server.HostConfig.Memory).toBe(512 * 1024 * 1024);
     expect(server.HostConfig.NanoCpus).toBe(0.5e9);
+    // A type bigger than the host still runs: Docker refuses more CPUs than the host has.
+    const big = await owner.patch(one(), { instance_type: 'svc.xlarge' });
+    expect(big.status).toBe(200);
+    const bigServer = await inspect(`pier-db-${id}`);
+    expect(bigServer.HostConfig.Memory).toBe(8192 * 1024 * 1024);
+    expect(bigServer.HostConfig.NanoCpus).toBe(Math.min(4, os.cpus().length) * 1e9);
 
     const off = await owner.patch(one(), { external_access_enabled: false });
     expect(off.body.external_access_enabled).toBe(false);

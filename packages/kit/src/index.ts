@@ -9,4 +9,6 @@ export * from './outbox.ts';
 export * from './grpc.ts';
 export * from './service.ts';
 export * from './cluster-names.ts';
+export * from './instance-types.ts';
+export * from './instance-types.ts';
 export * from './vpc-usage.ts';

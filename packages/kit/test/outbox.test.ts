@@ -1,41 +1,8 @@
 import { describe, it, expect, beforeAll, afterAll, inject } from 'vitest';
-import net from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { connect, type NatsConnection } from 'nats';
 import { createDb, migrate, createOutboxTable, writeEvent, OutboxRelay, ensureEventsStream, createLogger, type Knex } from '../src/index.ts';
-import { createTestDatabase } from '../src/testing/index.ts';
-
-/** A TCP relay in front of the real NATS server, so the test can take the broker away and back. */
-function brokerLink(target: URL) {
-  const sockets = new Set<net.Socket>();
-  let server: net.Server | undefined;
-  let port = 0;
-  return {
-    get url() {
-      return `nats://127.0.0.1:${port}`;
-    },
-    async up() {
-      server = net.createServer((client) => {
-        const upstream = net.connect(Number(target.port), target.hostname);
-        sockets.add(client).add(upstream);
-        client.pipe(upstream).pipe(client);
-        const drop = () => {
-          client.destroy();
-          upstream.destroy();
-        };
-        client.on('error', drop).on('close', drop);
-        upstream.on('error', drop).on('close', drop);
-      });
-      await new Promise<void>((resolve) => server!.listen(port, '127.0.0.1', resolve));
-      port = (server.address() as net.AddressInfo).port;
-    },
-    async down() {
-      for (const s of sockets) s.destroy();
-      sockets.clear();
-      await new Promise<void>((resolve) => server!.close(() => resolve()));
-    },
-  };
-}
+import { createTestDatabase, socketLink } from '../src/testing/index.ts';
 
 async function until(check: () => Promise<boolean> | boolean, ms = 15_000): Promise<void> {
   const end = Date.now() + ms;
@@ -97,9 +64,11 @@ describe('outbox relay', () => {
   });
 
   it('holds events through a broker outage and delivers each once, in order, when it returns', async () => {
-    const link = brokerLink(new URL(inject('natsUrl')));
+    // A relay in front of the real NATS server, so the test can take the broker away and back.
+    const nats = new URL(inject('natsUrl'));
+    const link = socketLink({ host: nats.hostname, port: Number(nats.port) });
     await link.up();
-    const relay = new OutboxRelay(db, 'kittest', link.url, createLogger('test', 'silent'), 50);
+    const relay = new OutboxRelay(db, 'kittest', `nats://${link.address}`, createLogger('test', 'silent'), 50);
     relay.start();
     await link.down();
     for (const id of ['o1', 'o2', 'o3']) {

@@ -4,8 +4,8 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import pg from 'pg';
 import { connect, type NatsConnection, type Subscription } from 'nats';
 import { startCompute, until, cleanDocker, vpcContainers, docker, TINY_HTTP, EXITS, testUrls, type Compute } from './support.ts';
-import { dockerLink } from './docker-link.ts';
 import { createLogger } from '@pier/kit';
+import { socketLink } from '@pier/kit/testing';
 import { DockerCluster } from '../src/cluster/docker.ts';
 import { UnconfiguredSecrets } from '../src/secrets-unconfigured.ts';
 
@@ -13,11 +13,13 @@ let c: Compute;
 let nc: NatsConnection;
 let events: Subscription;
 const seen: { kind: string; resource_id: string; data: Record<string, unknown> }[] = [];
-const link = dockerLink();
+// A relay in front of the real Docker engine, so a test can take the cluster away and back.
+const link = socketLink({ path: '/var/run/docker.sock' });
+const dockerHost = `unix://${link.address}`;
 
 beforeAll(async () => {
   await link.up();
-  c = await startCompute({ PIER_DOCKER_HOST: link.host });
+  c = await startCompute({ PIER_DOCKER_HOST: dockerHost });
   nc = await connect({ servers: testUrls().nats });
   events = nc.subscribe(`pier.events.${c.workspaceId}.${c.vpcId}.>`);
   void (async () => {
@@ -258,7 +260,7 @@ describe('cron services and disks on docker', () => {
 
     // The scheduler compute runs every few seconds, driven here at the next new year
     // instead of waiting for the wall clock to get there.
-    const scheduler = new DockerCluster({ host: link.host, secrets: new UnconfiguredSecrets(), logger: createLogger('test', 'warn') }).scheduler;
+    const scheduler = new DockerCluster({ host: dockerHost, secrets: new UnconfiguredSecrets(), logger: createLogger('test', 'warn') }).scheduler;
     const next = new Date(Date.UTC(new Date().getUTCFullYear() + 1, 0, 1, 0, 0, 5));
     const started = await scheduler.tick(next);
     expect(started).toHaveLength(2);

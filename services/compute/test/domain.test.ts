@@ -1,14 +1,13 @@
 // The spec's rules, without I/O: configuration defaults and cross-field rules, PATCH
 // merging, image references, schedules, and how live status is judged.
 import { describe, it, expect } from 'vitest';
-import { InputError } from '@pier/kit';
+import { InputError, INSTANCE_TYPES } from '@pier/kit';
 import { configFromCreate, configFromPatch, createServiceBody, workloadChanged } from '../src/domain/service-config.ts';
 import { isBareTag, repositoryOf, resolveImage } from '../src/domain/image-reference.ts';
 import { cronScheduleProblem, lastFireTime } from '../src/domain/cron-schedule.ts';
 import { liveStatus, PROGRESS_DEADLINE_MS, type DeploymentState, type Observation } from '../src/domain/status.ts';
 import { judge, MIN_READY_MS, type ReplicaUnit } from '../src/cluster/replicas.ts';
 import { entriesFromPut, putEnvBody } from '../src/domain/env-vars.ts';
-import { INSTANCE_TYPES } from '../src/domain/instance-types.ts';
 
 const fieldOf = (fn: () => unknown) => {
   try {

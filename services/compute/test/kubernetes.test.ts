@@ -1,4 +1,4 @@
-// The kubernetes adapter against the in-process fake of the Kubernetes API (fake-kubernetes.ts),
+// The kubernetes adapter against the in-process fake of the Kubernetes API (@pier/kit/testing),
 // every object it sends validated against the Kubernetes schemas; then compute and the
 // secrets service both on that fake, through compute's HTTP API.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
@@ -7,16 +7,14 @@ import path from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import pg from 'pg';
-import { createLogger, generateIdentityKeys, IDENTITY_HEADER, secretObjectName, vpcNamespace, UnavailableError } from '@pier/kit';
-import { createTestDatabase } from '@pier/kit/testing';
+import { createLogger, generateIdentityKeys, IDENTITY_HEADER, secretObjectName, vpcNamespace, UnavailableError, resourcesOf } from '@pier/kit';
+import { createTestDatabase, FakeKubernetes } from '@pier/kit/testing';
 import * as secrets from '@pier/secrets';
 import { KubernetesCluster } from '../src/cluster/kubernetes.ts';
 import { desiredObjects, namespaceManifest, networkPolicyManifest } from '../src/cluster/kubernetes-manifests.ts';
 import type { ObserveTarget, WorkloadSpec } from '../src/cluster/port.ts';
 import { configFromCreate, type CreateServiceInput } from '../src/domain/service-config.ts';
-import { resourcesOf } from '../src/domain/instance-types.ts';
 import type { EnvEntry } from '../src/domain/env-vars.ts';
-import { FakeKubernetes } from './fake-kubernetes.ts';
 import { startCompute, testUrls, until, type Compute, type TestDatabase } from './support.ts';
 
 const log = createLogger('test', 'warn');
@@ -180,8 +178,8 @@ describe('kubernetes adapter', () => {
 
   it('reports an unreachable API server as unavailable', async () => {
     const closed = await new FakeKubernetes().start();
-    const file = await closed.writeKubeconfig();
     await closed.stop();
+    const file = await closed.writeKubeconfig(); // its port no longer answers
     const away = KubernetesCluster.fromKubeconfig(file, log);
     await expect(away.ping()).rejects.toBeInstanceOf(UnavailableError);
     await expect(away.apply(spec({ name: 'x' }))).rejects.toBeInstanceOf(UnavailableError);
@@ -285,8 +283,8 @@ describe('compute and secrets on kubernetes', () => {
 
   it('answers 503 and writes nothing when the API server cannot be reached', async () => {
     const closed = await new FakeKubernetes().start();
-    const file = await closed.writeKubeconfig();
     await closed.stop();
+    const file = await closed.writeKubeconfig(); // its port no longer answers
     const away = await startCompute({ PIER_CLUSTER: 'kubernetes', PIER_KUBECONFIG: file });
     try {
       const res = await away.post(away.base, { name: 'nowhere', image: 'registry.example/x:1' });

@@ -7,10 +7,20 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { vpcNamespace } from '@pier/kit';
 import { KubernetesCluster } from '../src/cluster/kubernetes.ts';
 import type { ClusterDatabase } from '../src/cluster/port.ts';
-import { FakeKubernetes, KINDS } from './fake-kubernetes.ts';
+import { FakeKubernetes, KINDS } from '@pier/kit/testing';
 import { startDatabases, type Harness } from './support.ts';
 
 const DOMAINS = { postgresql: 'pg.example.com', mysql: 'my.example.com' };
+/** The kinds the adapter applies, as the fake names them (apiVersion, kind). */
+const K = {
+  namespace: ['v1', 'Namespace'],
+  secret: ['v1', 'Secret'],
+  service: ['v1', 'Service'],
+  job: ['batch/v1', 'Job'],
+  cluster: ['postgresql.cnpg.io/v1', 'Cluster'],
+  pooler: ['postgresql.cnpg.io/v1', 'Pooler'],
+  mysql: ['moco.cybozu.com/v1beta2', 'MySQLCluster'],
+} as const;
 let fake: FakeKubernetes;
 let cluster: KubernetesCluster;
 
@@ -29,7 +39,8 @@ function database(over: Partial<ClusterDatabase> = {}): ClusterDatabase {
 }
 
 beforeAll(async () => {
-  fake = await new FakeKubernetes().start();
+  // Every apply must come from the adapter's own field manager.
+  fake = await new FakeKubernetes({ fieldManager: 'pier-databases' }).start();
   cluster = adapter();
 });
 afterAll(async () => {
@@ -56,7 +67,7 @@ describe('postgresql on CloudNativePG', () => {
     const db = database();
     await cluster.apply(db);
     const ns = vpcNamespace(db.vpcId);
-    const c = fake.get('clusters', ns, `db-${db.shortId}`)!;
+    const c = fake.get(...K.cluster, ns, `db-${db.shortId}`)!;
     expect(c.spec).toMatchObject({
       instances: 1,
       imageName: 'ghcr.io/cloudnative-pg/postgresql:16.10',
@@ -66,16 +77,16 @@ describe('postgresql on CloudNativePG', () => {
     });
     expect(c.spec.postgresql.pg_hba.at(-1)).toBe('host all all all reject');
     expect(c.spec.postgresql.pg_hba).not.toContain('host all all 0.0.0.0/0 scram-sha-256');
-    expect(fake.get('poolers', ns, `db-${db.shortId}-pooler-rw`)!.spec).toMatchObject({ type: 'rw', cluster: { name: `db-${db.shortId}` } });
-    expect(fake.get('poolers', ns, `db-${db.shortId}-pooler-ro`)).toBeUndefined();
-    expect(fake.get('namespaces', '', ns)).toBeDefined();
+    expect(fake.get(...K.pooler, ns, `db-${db.shortId}-pooler-rw`)!.spec).toMatchObject({ type: 'rw', cluster: { name: `db-${db.shortId}` } });
+    expect(fake.get(...K.pooler, ns, `db-${db.shortId}-pooler-ro`)).toBeUndefined();
+    expect(fake.get(...K.namespace, undefined, ns)).toBeDefined();
 
     const conn = await cluster.connection(db);
     expect(conn.endpoints).toMatchObject({ host: `db-${db.shortId}-rw.${ns}.svc`, readOnlyHost: `db-${db.shortId}-r.${ns}.svc`, poolerHost: `db-${db.shortId}-pooler-rw.${ns}.svc`, port: 5432 });
     expect(conn.credentials.username).toBe(`app_${db.shortId}`);
     expect(conn.credentials.password).toMatch(/^[0-9a-f]{48}$/);
     // The password is read from the Secret each time: what is there now is what is live.
-    fake.get('secrets', ns, `db-${db.shortId}-app`)!.data.password = Buffer.from('rotated').toString('base64');
+    fake.get(...K.secret, ns, `db-${db.shortId}-app`)!.data.password = Buffer.from('rotated').toString('base64');
     expect((await cluster.connection(db)).credentials.password).toBe('rotated');
     // Re-applying never regenerates credentials.
     await cluster.apply(db);
@@ -91,12 +102,12 @@ describe('postgresql on CloudNativePG', () => {
     let seen = await cluster.observe(vpcId, [...dbs.map((d) => d.id), randomUUID()]);
     const lists = fake.requests.slice(before);
     expect(lists.map((r) => r.method)).toEqual(['GET', 'GET', 'GET']);
-    expect(lists.every((r) => r.labelSelector === 'app.kubernetes.io/managed-by=pier,app.kubernetes.io/component=database')).toBe(true);
+    expect(lists.every((r) => new URLSearchParams(r.query).get('labelSelector') === 'app.kubernetes.io/managed-by=pier,app.kubernetes.io/component=database')).toBe(true);
     expect([...seen.values()].map((o) => o.phase)).toEqual(['starting', 'starting', 'starting', 'absent']);
 
     const ns = vpcNamespace(vpcId);
-    fake.setStatus('clusters', ns, `db-${dbs[0]!.shortId}`, { phase: 'Cluster in healthy state', readyInstances: 1 });
-    fake.setStatus('clusters', ns, `db-${dbs[1]!.shortId}`, { phase: 'Unable to create required cluster objects' });
+    fake.setStatus(...K.cluster, ns, `db-${dbs[0]!.shortId}`, { phase: 'Cluster in healthy state', readyInstances: 1 });
+    fake.setStatus(...K.cluster, ns, `db-${dbs[1]!.shortId}`, { phase: 'Unable to create required cluster objects' });
     seen = await cluster.observe(vpcId, dbs.map((d) => d.id));
     expect(seen.get(dbs[0]!.id)).toEqual({ phase: 'ready' });
     expect(seen.get(dbs[1]!.id)).toMatchObject({ phase: 'failed', reason: 'Unable to create required cluster objects' });
@@ -106,19 +117,19 @@ describe('postgresql on CloudNativePG', () => {
     const db = database({ replicas: 2, externalAccessEnabled: true, allowlist: ['203.0.113.0/24'] });
     await cluster.apply(db);
     const ns = vpcNamespace(db.vpcId);
-    expect(fake.get('clusters', ns, `db-${db.shortId}`)!.spec.instances).toBe(3);
-    expect(fake.get('poolers', ns, `db-${db.shortId}-pooler-ro`)!.spec.type).toBe('ro');
-    const svc = fake.get('services', ns, `db-${db.shortId}-external`)!;
+    expect(fake.get(...K.cluster, ns, `db-${db.shortId}`)!.spec.instances).toBe(3);
+    expect(fake.get(...K.pooler, ns, `db-${db.shortId}-pooler-ro`)!.spec.type).toBe('ro');
+    const svc = fake.get(...K.service, ns, `db-${db.shortId}-external`)!;
     expect(svc.metadata.annotations).toEqual({ 'external-dns.alpha.kubernetes.io/hostname': `${db.shortId}.pg.example.com` });
     expect(svc.spec).toMatchObject({ type: 'LoadBalancer', externalTrafficPolicy: 'Local', loadBalancerSourceRanges: ['203.0.113.0/24'], ports: [{ port: 5432 }] });
-    expect(fake.get('services', ns, `db-${db.shortId}-external-ro`)!.metadata.annotations['external-dns.alpha.kubernetes.io/hostname']).toBe(`${db.shortId}-ro.pg.example.com`);
-    expect(fake.get('clusters', ns, `db-${db.shortId}`)!.spec.postgresql.pg_hba).toContain('host all all 203.0.113.0/24 scram-sha-256');
+    expect(fake.get(...K.service, ns, `db-${db.shortId}-external-ro`)!.metadata.annotations['external-dns.alpha.kubernetes.io/hostname']).toBe(`${db.shortId}-ro.pg.example.com`);
+    expect(fake.get(...K.cluster, ns, `db-${db.shortId}`)!.spec.postgresql.pg_hba).toContain('host all all 203.0.113.0/24 scram-sha-256');
     const conn = await cluster.connection(db);
     expect(conn.endpoints).toMatchObject({ externalPort: 5432, readOnlyHost: `db-${db.shortId}-ro.${ns}.svc`, poolerHostRo: `db-${db.shortId}-pooler-ro.${ns}.svc` });
 
     await cluster.apply({ ...db, externalAccessEnabled: false, replicas: 0 });
-    expect(fake.get('services', ns, `db-${db.shortId}-external`)).toBeUndefined();
-    expect(fake.get('poolers', ns, `db-${db.shortId}-pooler-ro`)).toBeUndefined();
+    expect(fake.get(...K.service, ns, `db-${db.shortId}-external`)).toBeUndefined();
+    expect(fake.get(...K.pooler, ns, `db-${db.shortId}-pooler-ro`)).toBeUndefined();
   });
 
   it('deletes everything it made', async () => {
@@ -137,23 +148,23 @@ describe('mysql on MOCO', () => {
     const db = database({ engine: 'mysql', version: '8.4', replicas: 3, externalAccessEnabled: true });
     await cluster.apply(db);
     const ns = vpcNamespace(db.vpcId);
-    const m = fake.get('mysqlclusters', ns, `db-${db.shortId}`)!;
+    const m = fake.get(...K.mysql, ns, `db-${db.shortId}`)!;
     expect(m.spec).toMatchObject({ replicas: 3, podTemplate: { spec: { containers: [{ name: 'mysqld', image: 'ghcr.io/cybozu-go/moco/mysql:8.4.6' }] } } });
     expect(m.spec.volumeClaimTemplates[0]).toMatchObject({ metadata: { name: 'mysql-data' }, spec: { resources: { requests: { storage: '20Gi' } }, storageClassName: 'fast' } });
-    const job = fake.get('jobs', ns, `db-${db.shortId}-init`)!;
+    const job = fake.get(...K.job, ns, `db-${db.shortId}-init`)!;
     expect(job.spec.template.spec.containers[0].command[2]).toContain(`CREATE DATABASE IF NOT EXISTS \\\`${db.shortId}\\\``);
     expect(job.spec.template.spec.containers[0].env.map((e: { valueFrom: { secretKeyRef: { name: string } } }) => e.valueFrom.secretKeyRef.name)).toEqual([`moco-db-${db.shortId}`, `db-${db.shortId}-app`, `db-${db.shortId}-console`]);
-    expect(fake.get('services', ns, `db-${db.shortId}-external`)!.spec.selector).toEqual({ 'app.kubernetes.io/name': 'mysql', 'app.kubernetes.io/instance': `db-${db.shortId}`, 'moco.cybozu.com/role': 'primary' });
+    expect(fake.get(...K.service, ns, `db-${db.shortId}-external`)!.spec.selector).toEqual({ 'app.kubernetes.io/name': 'mysql', 'app.kubernetes.io/instance': `db-${db.shortId}`, 'moco.cybozu.com/role': 'primary' });
     const conn = await cluster.connection(db);
     expect(conn.endpoints).toMatchObject({ host: `moco-db-${db.shortId}-primary.${ns}.svc`, readOnlyHost: `moco-db-${db.shortId}-replica.${ns}.svc`, port: 3306, externalPort: 3306 });
     expect(conn.endpoints.poolerHost).toBeUndefined();
 
     const seen = () => cluster.observe(db.vpcId, [db.id]).then((s) => s.get(db.id));
-    fake.setStatus('mysqlclusters', ns, `db-${db.shortId}`, { conditions: [{ type: 'Available', status: 'True' }] });
+    fake.setStatus(...K.mysql, ns, `db-${db.shortId}`, { conditions: [{ type: 'Available', status: 'True' }] });
     expect((await seen())!.phase).toBe('starting'); // the init Job has not finished
-    fake.setStatus('jobs', ns, `db-${db.shortId}-init`, { succeeded: 1 });
+    fake.setStatus(...K.job, ns, `db-${db.shortId}-init`, { succeeded: 1 });
     expect(await seen()).toEqual({ phase: 'ready' });
-    fake.setStatus('jobs', ns, `db-${db.shortId}-init`, { failed: 61, conditions: [{ type: 'Failed', status: 'True', message: 'BackoffLimitExceeded' }] });
+    fake.setStatus(...K.job, ns, `db-${db.shortId}-init`, { failed: 61, conditions: [{ type: 'Failed', status: 'True', message: 'BackoffLimitExceeded' }] });
     expect(await seen()).toMatchObject({ phase: 'failed', reason: expect.stringContaining('BackoffLimitExceeded') });
   });
 });
@@ -176,7 +187,7 @@ describe('the API on the kubernetes adapter', () => {
     const ns = vpcNamespace(h.vpcId);
     const name = `db-${res.body.short_id}`;
     expect((await h.call('GET', `${h.base}/${res.body.id}`)).body.status).toBe('creating');
-    fake.setStatus('clusters', ns, name, { phase: 'Cluster in healthy state', readyInstances: 2 });
+    fake.setStatus(...K.cluster, ns, name, { phase: 'Cluster in healthy state', readyInstances: 2 });
     expect((await h.call('GET', `${h.base}/${res.body.id}`)).body.status).toBe('running');
 
     const conn = await h.call('GET', `${h.base}/${res.body.id}/connection`);
@@ -185,14 +196,14 @@ describe('the API on the kubernetes adapter', () => {
     expect(ext.status).toBe(200);
     const rule = await h.call('POST', `${h.base}/${res.body.id}/ip-allowlist`, { cidr: '198.51.100.7' });
     expect(rule.status).toBe(201);
-    expect(fake.get('services', ns, `${name}-external`)!.spec.loadBalancerSourceRanges).toEqual(['198.51.100.7/32']);
+    expect(fake.get(...K.service, ns, `${name}-external`)!.spec.loadBalancerSourceRanges).toEqual(['198.51.100.7/32']);
     const c = (await h.call('GET', `${h.base}/${res.body.id}/connection`)).body;
     expect(c.external_url).toBe(`postgresql://app_${res.body.short_id}:${c.password}@${res.body.short_id}.pg.pier.localhost:5432/${res.body.short_id}`);
 
     expect((await h.call('DELETE', `${h.base}/${res.body.id}`)).status).toBe(202);
     for (let i = 0; i < 40 && (await h.call('GET', `${h.base}/${res.body.id}`)).status !== 404; i++) await new Promise((r) => setTimeout(r, 50));
     expect((await h.call('GET', `${h.base}/${res.body.id}`)).status).toBe(404);
-    expect(fake.get('clusters', ns, name)).toBeUndefined();
+    expect(fake.get(...K.cluster, ns, name)).toBeUndefined();
   });
 
   it('answers 503 and writes nothing when the API server is down', async () => {

@@ -2,9 +2,9 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IDENTITY_HEADER, secretObjectName, vpcNamespace } from '@pier/kit';
 import { Secret } from 'kubernetes-models/v1';
+import { FakeKubernetes } from '@pier/kit/testing';
 import { SecretsClient } from '../src/index.ts';
 import { secretManifest } from '../src/cluster/kubernetes.ts';
-import { FakeKubernetes } from './fake-kubernetes.ts';
 import { adminQuery, closedPort, encodingsOf, findInDatabase, secretRows, startSecrets, type Harness } from './support.ts';
 
 // The whole service on PIER_CLUSTER=kubernetes, against the in-process fake API server:
@@ -35,11 +35,11 @@ describe('secrets on kubernetes', () => {
       .send({ name: 'stripe', values: { STRIPE_KEY: value } });
     expect(res.status).toBe(201);
     expect(res.body.keys).toEqual(['STRIPE_KEY']);
-    const secret = fake.secrets.get(`${ns()}/${secretObjectName(res.body.id)}`)!;
+    const secret = fake.get('v1', 'Secret', ns(), secretObjectName(res.body.id))!;
     expect(secret.metadata.labels['pier.dev/secret-name']).toBe('stripe');
     expect(Buffer.from(secret.data.STRIPE_KEY, 'base64').toString()).toBe(value);
     expect(fake.invalid).toEqual([]);
-    for (const body of fake.sentSecrets) expect(() => new Secret(body as never).validate()).not.toThrow();
+    for (const body of fake.received.filter((b) => b.kind === 'Secret')) expect(() => new Secret(body as never).validate()).not.toThrow();
 
     expect(await findInDatabase(h.db.adminUrl, encodingsOf(value))).toEqual([]);
     for (const n of encodingsOf(value)) expect(h.logs.text).not.toContain(n);
@@ -56,7 +56,7 @@ describe('secrets on kubernetes', () => {
     const list = await request(h.url).get(h.base).set(IDENTITY_HEADER, await h.as('viewer'));
     expect(list.body.items.map((i: { id: string }) => i.id)).toEqual([res.body.id]);
     await request(h.url).delete(`${h.base}/${res.body.id}`).set(IDENTITY_HEADER, await h.as('admin')).expect(204);
-    expect(fake.secrets.has(`${ns()}/${secretObjectName(res.body.id)}`)).toBe(false);
+    expect(fake.get('v1', 'Secret', ns(), secretObjectName(res.body.id))).toBeUndefined();
   });
 
   it('settles records a crash left pending against the cluster', async () => {
@@ -67,7 +67,7 @@ describe('secrets on kubernetes', () => {
          values ($1, $2, $3, '{K}', $4, now() - interval '10 minutes') returning id`,
         [h.workspaceId, h.vpcId, name, state],
       );
-      fake.secrets.set(`${ns()}/${secretObjectName(row!.id)}`, secretManifest({ workspaceId: h.workspaceId, vpcId: h.vpcId, secretId: row!.id, name }, { K: 'v' }));
+      fake.seed(secretManifest({ workspaceId: h.workspaceId, vpcId: h.vpcId, secretId: row!.id, name }, { K: 'v' }));
       return row!.id;
     };
     const creating = await leave('left-creating', 'creating');
@@ -75,14 +75,14 @@ describe('secrets on kubernetes', () => {
     await h.restart();
     await h.running.reconcile();
     expect((await secretRows(h.db.adminUrl)).filter((r) => r.id === creating || r.id === deleting)).toEqual([]);
-    expect(fake.secrets.has(`${ns()}/${secretObjectName(creating)}`)).toBe(false);
-    expect(fake.secrets.has(`${ns()}/${secretObjectName(deleting)}`)).toBe(false);
+    expect(fake.get('v1', 'Secret', ns(), secretObjectName(creating))).toBeUndefined();
+    expect(fake.get('v1', 'Secret', ns(), secretObjectName(deleting))).toBeUndefined();
   });
 
   it('answers 503 cluster_unavailable and writes nothing when the API server is unreachable', async () => {
     const rowsBefore = await secretRows(h.db.adminUrl);
     const outboxBefore = await adminQuery(h.db.adminUrl, 'select count(*)::int as n from secrets.outbox');
-    const secretsBefore = fake.secrets.size;
+    const secretsBefore = fake.list('Secret').length;
     await h.restart({ PIER_KUBECONFIG: await fake.writeKubeconfig(`http://127.0.0.1:${await closedPort()}`) });
     try {
       const res = await request(h.url)
@@ -93,7 +93,7 @@ describe('secrets on kubernetes', () => {
       expect(res.body).toEqual({ error: "the cluster's secret store cannot be reached; nothing was written", code: 'cluster_unavailable' });
       expect(await secretRows(h.db.adminUrl)).toEqual(rowsBefore);
       expect(await adminQuery(h.db.adminUrl, 'select count(*)::int as n from secrets.outbox')).toEqual(outboxBefore);
-      expect(fake.secrets.size).toBe(secretsBefore);
+      expect(fake.list('Secret').length).toBe(secretsBefore);
     } finally {
       await h.restart({ PIER_KUBECONFIG: kubeconfig });
     }

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeConfig } from '@kubernetes/client-node';
 import { secretObjectName, vpcNamespace } from '@pier/kit';
-import { KubernetesSecretStore, loadKubeConfig } from '../src/cluster/kubernetes.ts';
-import { FakeKubernetes } from './fake-kubernetes.ts';
+import { kubeConfigFrom } from '@pier/kit/kubernetes';
+import { FakeKubernetes } from '@pier/kit/testing';
+import { KubernetesSecretStore } from '../src/cluster/kubernetes.ts';
 import { closedPort } from './support.ts';
 
 describe('kubernetes secret store (against a fake API server)', () => {
@@ -13,15 +14,15 @@ describe('kubernetes secret store (against a fake API server)', () => {
 
   beforeAll(async () => {
     fake = await new FakeKubernetes().start();
-    store = new KubernetesSecretStore(loadKubeConfig(await fake.writeKubeconfig()));
+    store = new KubernetesSecretStore(kubeConfigFrom(await fake.writeKubeconfig()));
   });
   afterAll(() => fake.stop());
 
   it('creates the VPC namespace when missing, then an Opaque Secret named by id with Pier labels', async () => {
     await store.apply(ref, { PASSWORD: 'hunter2', NOTE: 'ünï' });
     expect(fake.invalid).toEqual([]);
-    expect(fake.namespaces.has(ns)).toBe(true);
-    const s = fake.secrets.get(`${ns}/${secretObjectName(ref.secretId)}`)!;
+    expect(fake.get('v1', 'Namespace', undefined, ns)).toBeDefined();
+    const s = fake.get('v1', 'Secret', ns, secretObjectName(ref.secretId))!;
     expect(s.type).toBe('Opaque');
     expect(s.metadata.labels).toMatchObject({
       'app.kubernetes.io/managed-by': 'pier',
@@ -54,8 +55,9 @@ describe('kubernetes secret store (against a fake API server)', () => {
 
   it('every Secret sent validates against the core schema', async () => {
     const { Secret } = await import('kubernetes-models/v1');
-    expect(fake.sentSecrets.length).toBeGreaterThan(0);
-    for (const body of fake.sentSecrets) expect(() => new Secret(body as never).validate()).not.toThrow();
+    const sent = fake.received.filter((b) => b.kind === 'Secret');
+    expect(sent.length).toBeGreaterThan(0);
+    for (const body of sent) expect(() => new Secret(body as never).validate()).not.toThrow();
   });
 
   it('fails when the API server cannot be reached', async () => {

@@ -2,6 +2,9 @@ import pg from 'pg';
 import { randomBytes } from 'node:crypto';
 import { provisionServiceRoles, SERVICE_SCHEMAS, type ServiceSchema } from '../db.ts';
 
+export * from './fake-kubernetes.ts';
+export * from './socket-link.ts';
+
 /**
  * A fresh database on the test PostgreSQL server, with each service's role and schema as
  * in production. Each test file gets its own, so files run in parallel without sharing rows.

@@ -1,5 +1,6 @@
 import Docker from 'dockerode';
-import { UnavailableError, vpcNetwork, type Logger } from '@pier/kit';
+import { dockerLimits, UnavailableError, vpcNetwork, type Logger } from '@pier/kit';
+import { ensureVpcNetwork } from '@pier/kit/docker';
 import { isReference, referencesOf } from '../domain/env-vars.ts';
 import { referenceKey, type SecretsPort } from '../secrets-port.ts';
 import { WorkloadRejectedError, type ClusterPort, type ObserveResult, type ObserveTarget, type VpcScope, type WorkloadRef, type WorkloadSpec } from './port.ts';
@@ -61,7 +62,6 @@ export class DockerCluster implements ClusterPort {
   private readonly prober = new HealthProber();
   private readonly cron: CronScheduler;
   private cpus?: number;
-  private readonly vpcLocks = new Map<string, Promise<void>>();
   /** Engine API requests made so far (benchmarks read it; each observeMany reports its own). */
   calls = 0;
 
@@ -99,42 +99,10 @@ export class DockerCluster implements ClusterPort {
   }
 
   async ensureVpc(scope: VpcScope): Promise<void> {
-    // Docker does not make network names unique under concurrent creates (CheckDuplicate
-    // is best effort): creates for one VPC are serialized here, and duplicates that another
-    // process made anyway are folded into the oldest.
-    const key = scope.vpcId;
-    const previous = this.vpcLocks.get(key) ?? Promise.resolve();
-    const mine = previous.catch(() => undefined).then(() => this.ensureNetwork(scope));
-    this.vpcLocks.set(key, mine);
-    try {
-      await mine;
-    } finally {
-      if (this.vpcLocks.get(key) === mine) this.vpcLocks.delete(key);
-    }
-  }
-
-  private async ensureNetwork(scope: VpcScope): Promise<void> {
-    const name = vpcNetwork(scope.vpcId);
-    const found = await this.call('network list', () => this.docker.listNetworks({ filters: JSON.stringify({ name: [name] }) }));
-    // The name filter matches substrings: keep exact matches only.
-    const exact = found.filter((n) => n.Name === name).sort((a, b) => Date.parse(a.Created) - Date.parse(b.Created));
-    if (exact.length > 1) {
-      for (const dup of exact.slice(1)) {
-        this.calls++;
-        await this.docker
-          .getNetwork(dup.Id)
-          .remove()
-          .catch((err: unknown) => this.opts.logger.warn({ err: String(err), network: dup.Id }, 'could not remove a duplicate VPC network'));
-      }
-    }
-    if (exact.length > 0) return;
-    await this.call('network create', () =>
-      this.docker.createNetwork({
-        Name: name,
-        Driver: 'bridge',
-        CheckDuplicate: true,
-        Labels: { [LABEL.managed]: 'true', [LABEL.workspace]: scope.workspaceId, [LABEL.vpc]: scope.vpcId },
-      }),
+    // The databases service joins the same network and may create it at the same moment:
+    // the shared helper converges on one network whoever creates it.
+    await this.call('network ensure', () =>
+      ensureVpcNetwork(this.docker, scope.vpcId, { [LABEL.managed]: 'true', [LABEL.workspace]: scope.workspaceId, [LABEL.vpc]: scope.vpcId }),
     );
   }
 
@@ -272,8 +240,7 @@ export class DockerCluster implements ClusterPort {
     const refs = referencesOf(spec.env);
     const values = refs.length ? await this.opts.secrets.resolve(spec, refs) : new Map<string, string>();
     const env = spec.env.map((e) => `${e.key}=${isReference(e) ? values.get(referenceKey({ secretId: e.secret_id, key: e.secret_key })) : e.value}`);
-    const cpus = Math.min(spec.resources.cpu, await this.hostCpus());
-    const memory = spec.resources.memoryMiB * 1024 * 1024;
+    const limits = dockerLimits(spec.resources, await this.hostCpus());
     const network = vpcNetwork(spec.vpcId);
     return {
       Image: spec.image,
@@ -283,9 +250,7 @@ export class DockerCluster implements ClusterPort {
       User: String(c.run_as_user),
       ...(c.port !== null ? { ExposedPorts: { [`${c.port}/tcp`]: {} } } : {}),
       HostConfig: {
-        NanoCpus: Math.round(cpus * 1e9),
-        Memory: memory,
-        MemorySwap: memory, // no swap beyond the limit: out of memory is out of memory
+        ...limits,
         RestartPolicy: c.service_type === 'cron' ? { Name: 'no' } : { Name: 'on-failure', MaximumRetryCount: MAX_RESTARTS },
         NetworkMode: network,
         SecurityOpt: ['no-new-privileges'],
@@ -337,7 +302,6 @@ export class DockerCluster implements ClusterPort {
     );
   }
 
-  /** Docker refuses a CPU limit above the host's count, so bigger instance types get the whole host. */
   private async hostCpus(): Promise<number> {
     if (this.cpus === undefined) {
       const info = (await this.call('info', () => this.docker.info())) as { NCPU?: number };

@@ -1,18 +1,8 @@
-import {
-  KubeConfig,
-  KubernetesObjectApi,
-  PatchStrategy,
-  ServerConfiguration,
-  VersionApi,
-  createConfiguration,
-  type KubernetesObject,
-  type RequestContext,
-  type ResponseContext,
-  type V1Pod,
-} from '@kubernetes/client-node';
+import { KubeConfig, KubernetesObjectApi, PatchStrategy, VersionApi, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
 // Not re-exported by the package root; the generic object API serializes bodies through it.
 import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
 import { UnavailableError, vpcNamespace, type Logger } from '@pier/kit';
+import { kubeConfigFrom, kubernetesApiConfiguration } from '@pier/kit/kubernetes';
 import { WorkloadRejectedError, type ClusterPort, type ObserveResult, type ObserveTarget, type VpcScope, type WorkloadRef, type WorkloadSpec } from './port.ts';
 import { judge, MIN_READY_MS, type ReplicaUnit } from './replicas.ts';
 import { K8S_LABEL, POD_SELECTOR, desiredObjects, namespaceManifest, networkPolicyManifest, ownedObjects, type Manifest } from './kubernetes-manifests.ts';
@@ -116,32 +106,14 @@ export class KubernetesCluster implements ClusterPort {
     private readonly log: Logger,
     timeoutMs = 10_000,
   ) {
-    const cluster = kc.getCurrentCluster();
-    if (!cluster) throw new Error('the kubeconfig names no current cluster');
-    // Every request gets a deadline: a black-holed API server is a 503, not a request
-    // hanging while its row sits pending.
-    const deadline = {
-      pre: async (ctx: RequestContext) => {
-        ctx.setSignal(AbortSignal.timeout(timeoutMs));
-        return ctx;
-      },
-      post: async (ctx: ResponseContext) => ctx,
-    };
-    const configuration = createConfiguration({
-      baseServer: new ServerConfiguration(cluster.server, {}),
-      authMethods: { default: kc },
-      promiseMiddleware: [deadline],
-    });
+    const configuration = kubernetesApiConfiguration(kc, timeoutMs);
     this.objects = new KubernetesObjectApi(configuration);
     this.version = new VersionApi(configuration);
   }
 
   /** From a kubeconfig file, or else the in-cluster service account / $KUBECONFIG. */
   static fromKubeconfig(path: string | undefined, log: Logger): KubernetesCluster {
-    const kc = new KubeConfig();
-    if (path) kc.loadFromFile(path);
-    else kc.loadFromDefault();
-    return new KubernetesCluster(kc, log);
+    return new KubernetesCluster(kubeConfigFrom(path), log);
   }
 
   private async call<T>(what: string, fn: () => Promise<T>, tally?: { calls: number }): Promise<T> {

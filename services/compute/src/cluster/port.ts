@@ -4,7 +4,7 @@
 // docker.ts (one machine) and kubernetes.ts.
 import type { EnvEntry } from '../domain/env-vars.ts';
 import type { ServiceConfig } from '../domain/service-config.ts';
-import type { InstanceResources } from '../domain/instance-types.ts';
+import type { InstanceResources } from '@pier/kit';
 import type { Observation } from '../domain/status.ts';
 
 export type { Observation, Phase } from '../domain/status.ts';

@@ -1,10 +1,9 @@
-import { ConflictError, NotFoundError, isUuid, type Logger } from '@pier/kit';
+import { ConflictError, NotFoundError, isUuid, resourcesOf, type Logger } from '@pier/kit';
 import type { ClusterPort, ObserveTarget, WorkloadRef, WorkloadSpec } from '../cluster/port.ts';
 import type { SecretsPort } from '../secrets-port.ts';
 import type { ComputeStore } from '../store/store.ts';
 import type { Deployment, Scope, Service } from './records.ts';
 import type { EnvEntry } from './env-vars.ts';
-import { resourcesOf } from './instance-types.ts';
 import { KeyedMutex } from './locks.ts';
 import type { DeploymentState } from './status.ts';
 

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { InputError } from '@pier/kit';
-import { INSTANCE_TYPE_NAMES, type InstanceType } from './instance-types.ts';
+import { InputError, INSTANCE_TYPE_NAMES, type InstanceType } from '@pier/kit';
 import { cronScheduleProblem } from './cron-schedule.ts';
 import { IMAGE_REFERENCE_MAX, isImageReference } from './image-reference.ts';
 

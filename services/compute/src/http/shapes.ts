@@ -1,7 +1,7 @@
 // The JSON compute answers with, and the zod schemas that document it in OpenAPI.
 import { z } from 'zod';
 import { DEPLOYMENT_MODES, SERVICE_TYPES } from '../domain/service-config.ts';
-import { INSTANCE_TYPE_NAMES, resourcesOf } from '../domain/instance-types.ts';
+import { INSTANCE_TYPE_NAMES, resourcesOf } from '@pier/kit';
 import { DEPLOYMENT_REASONS, DEPLOYMENT_STATUSES, SERVICE_STATUSES } from '../domain/status.ts';
 import type { Deployment, EnvVar, Service } from '../domain/records.ts';
 

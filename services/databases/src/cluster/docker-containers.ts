@@ -1,5 +1,5 @@
 import type Docker from 'dockerode';
-import { resourcesOf } from '../domain/instance-types.ts';
+import { dockerLimits, resourcesOf } from '@pier/kit';
 import { appUserOf, type Engine } from '../domain/database.ts';
 import type { ClusterDatabase, ClusterRef } from './port.ts';
 
@@ -35,21 +35,21 @@ export interface ContainerSettings {
   publishAddress: string;
   labels: Record<string, string>;
   healthIntervalMs: number;
+  /** The engine host's CPU count: Docker refuses a CPU limit above it. */
+  hostCpus: number;
 }
 
-function resources(db: ClusterDatabase): { Memory: number; MemorySwap: number; NanoCpus: number } {
-  const r = resourcesOf(db.instanceType);
-  const memory = r.memoryMb * 1024 * 1024;
-  return { Memory: memory, MemorySwap: memory, NanoCpus: Math.round(r.cpus * 1e9) };
+function resources(db: ClusterDatabase, hostCpus: number): { Memory: number; MemorySwap: number; NanoCpus: number } {
+  return dockerLimits(resourcesOf(db.instanceType), hostCpus);
 }
 
-export function resourcesDiffer(info: Docker.ContainerInspectInfo, db: ClusterDatabase): boolean {
-  const want = resources(db);
+export function resourcesDiffer(info: Docker.ContainerInspectInfo, db: ClusterDatabase, hostCpus: number): boolean {
+  const want = resources(db, hostCpus);
   return info.HostConfig.Memory !== want.Memory || info.HostConfig.NanoCpus !== want.NanoCpus;
 }
 
-export function resourceUpdate(db: ClusterDatabase) {
-  return resources(db);
+export function resourceUpdate(db: ClusterDatabase, hostCpus: number) {
+  return resources(db, hostCpus);
 }
 
 function healthcheck(test: string[], intervalMs: number) {
@@ -88,7 +88,7 @@ export function serverContainer(
     ExposedPorts: { [port]: {} },
     Healthcheck: healthcheck(test, s.healthIntervalMs),
     HostConfig: {
-      ...resources(db),
+      ...resources(db, s.hostCpus),
       Mounts: [{ Type: 'volume', Source: volumeName(db), Target: DATA_DIR[db.engine] }],
       RestartPolicy: { Name: 'unless-stopped' },
       NetworkMode: s.network,

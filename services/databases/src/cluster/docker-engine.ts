@@ -71,36 +71,3 @@ export function envOf(info: Docker.ContainerInspectInfo): Record<string, string>
   }
   return out;
 }
-
-export interface NetworkFacts {
-  name: string;
-  subnets: string[];
-  gateways: string[];
-}
-
-/**
- * The VPC's network, created when missing. Compute may create it at the same moment:
- * CheckDuplicate makes the second creator fail, and it then just reads the first one's.
- */
-export async function ensureNetwork(docker: Docker, name: string, labels: Record<string, string>): Promise<NetworkFacts> {
-  const read = async () => {
-    const info = (await docker.getNetwork(name).inspect()) as { IPAM?: { Config?: { Subnet?: string; Gateway?: string }[] } };
-    const configs = info.IPAM?.Config ?? [];
-    return {
-      name,
-      subnets: configs.map((c) => c.Subnet).filter((s): s is string => !!s),
-      gateways: configs.map((c) => c.Gateway).filter((s): s is string => !!s),
-    };
-  };
-  try {
-    return await read();
-  } catch (err) {
-    if (statusCodeOf(err) !== 404) throw err;
-  }
-  try {
-    await docker.createNetwork({ Name: name, Driver: 'bridge', CheckDuplicate: true, Labels: labels });
-  } catch (err) {
-    if (statusCodeOf(err) !== 409) throw err;
-  }
-  return read();
-}

@@ -1,13 +1,14 @@
 import Docker from 'dockerode';
 import { randomBytes } from 'node:crypto';
 import { vpcNetwork, UnavailableError, ConflictError } from '@pier/kit';
+import { ensureVpcNetwork, type VpcNetworkFacts } from '@pier/kit/docker';
 import type { ClusterCapabilities } from '../domain/capabilities.ts';
 import { appUserOf, CONSOLE_USER, type Engine } from '../domain/database.ts';
 import { renderPgHba, renderMysqlAccess, type AccessPolicy } from '../domain/access.ts';
 import type { Observation, Phase } from '../domain/status.ts';
 import type { Credentials, Endpoints } from '../domain/connection.ts';
 import type { ClusterDatabase, ClusterRef, DatabaseCluster, SqlTarget } from './port.ts';
-import { ensureNetwork, envOf, exec, ignoreNotFound, statusCodeOf, translateDockerError, type NetworkFacts } from './docker-engine.ts';
+import { envOf, exec, ignoreNotFound, statusCodeOf, translateDockerError } from './docker-engine.ts';
 import {
   ENGINE_PORT,
   hostNames,
@@ -68,8 +69,16 @@ export class DockerCluster implements DatabaseCluster {
     };
   }
 
-  private settings(db: ClusterDatabase): ContainerSettings {
+  private cpus?: number;
+
+  private async hostCpus(): Promise<number> {
+    this.cpus ??= ((await this.docker.info()) as { NCPU?: number }).NCPU ?? 1;
+    return this.cpus;
+  }
+
+  private settings(db: ClusterDatabase, hostCpus: number): ContainerSettings {
     return {
+      hostCpus,
       image: db.engine === 'postgresql' ? this.opts.postgresImage : this.opts.mysqlImage,
       network: vpcNetwork(db.vpcId),
       publishAddress: this.opts.publishAddress,
@@ -90,7 +99,7 @@ export class DockerCluster implements DatabaseCluster {
     await this.guard(() => this.docker.ping());
   }
 
-  private policy(db: ClusterDatabase, net: NetworkFacts): AccessPolicy {
+  private policy(db: ClusterDatabase, net: VpcNetworkFacts): AccessPolicy {
     return {
       engine: db.engine,
       database: db.shortId,
@@ -105,7 +114,7 @@ export class DockerCluster implements DatabaseCluster {
     };
   }
 
-  private renderAccess(db: ClusterDatabase, net: NetworkFacts, secrets: ContainerSecrets): string {
+  private renderAccess(db: ClusterDatabase, net: VpcNetworkFacts, secrets: ContainerSecrets): string {
     const policy = this.policy(db, net);
     return db.engine === 'postgresql'
       ? renderPgHba(policy)
@@ -114,8 +123,8 @@ export class DockerCluster implements DatabaseCluster {
 
   async apply(db: ClusterDatabase): Promise<void> {
     await this.guard(async () => {
-      const net = await ensureNetwork(this.docker, vpcNetwork(db.vpcId), { 'pier.managed': 'true', 'pier.vpc': db.vpcId });
-      const settings = this.settings(db);
+      const net = await ensureVpcNetwork(this.docker, db.vpcId, { 'pier.managed': 'true', 'pier.vpc': db.vpcId });
+      const settings = this.settings(db, await this.hostCpus());
       const existing = await ignoreNotFound(this.docker.getContainer(serverName(db)).inspect());
       let secrets: ContainerSecrets;
       let pushAccess = true;
@@ -136,7 +145,9 @@ export class DockerCluster implements DatabaseCluster {
           // status stays `running` meanwhile, so the caller is answered only then.
           await this.waitHealthy(serverName(db), 60_000);
         } else {
-          if (resourcesDiffer(existing, db)) await this.docker.getContainer(existing.Id).update(resourceUpdate(db));
+          if (resourcesDiffer(existing, db, settings.hostCpus)) {
+            await this.docker.getContainer(existing.Id).update(resourceUpdate(db, settings.hostCpus));
+          }
           if (!existing.State.Running) await this.docker.getContainer(existing.Id).start();
         }
       }

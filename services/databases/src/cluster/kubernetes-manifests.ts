@@ -1,5 +1,4 @@
-import { vpcNamespace } from '@pier/kit';
-import { resourcesOf } from '../domain/instance-types.ts';
+import { vpcNamespace, resourcesOf } from '@pier/kit';
 import { appUserOf, CONSOLE_USER } from '../domain/database.ts';
 import { pgHbaHostLines, type AccessPolicy } from '../domain/access.ts';
 import type { ClusterDatabase, ClusterRef } from './port.ts';
@@ -77,7 +76,7 @@ export function credentialSecret(db: ClusterDatabase, name: string, username: st
 
 function resources(db: ClusterDatabase) {
   const r = resourcesOf(db.instanceType);
-  const q = { cpu: `${Math.round(r.cpus * 1000)}m`, memory: `${r.memoryMb}Mi` };
+  const q = { cpu: `${Math.round(r.cpu * 1000)}m`, memory: `${r.memoryMiB}Mi` };
   return { requests: q, limits: q };
 }
 

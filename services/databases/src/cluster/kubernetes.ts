@@ -1,16 +1,7 @@
-import {
-  ApiException,
-  KubeConfig,
-  KubernetesObjectApi,
-  PatchStrategy,
-  ServerConfiguration,
-  createConfiguration,
-  type KubernetesObject,
-  type RequestContext,
-  type ResponseContext,
-} from '@kubernetes/client-node';
+import { ApiException, KubeConfig, KubernetesObjectApi, PatchStrategy, type KubernetesObject } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
 import { vpcNamespace, UnavailableError, ConflictError } from '@pier/kit';
+import { kubeConfigFrom, kubernetesApiConfiguration } from '@pier/kit/kubernetes';
 import type { ClusterCapabilities } from '../domain/capabilities.ts';
 import { appUserOf, CONSOLE_USER, type Engine } from '../domain/database.ts';
 import type { Credentials, Endpoints } from '../domain/connection.ts';
@@ -72,20 +63,7 @@ export class KubernetesCluster implements DatabaseCluster {
   private readonly settings: KubernetesSettings;
 
   constructor(kc: KubeConfig, private readonly opts: KubernetesClusterOptions) {
-    const cluster = kc.getCurrentCluster();
-    if (!cluster) throw new Error('the kubeconfig names no current cluster');
-    const timeoutMs = opts.timeoutMs ?? 10_000;
-    // Every call gets a deadline: an API server that does not answer becomes a 503.
-    const deadline = {
-      pre: async (ctx: RequestContext) => {
-        ctx.setSignal(AbortSignal.timeout(timeoutMs));
-        return ctx;
-      },
-      post: async (ctx: ResponseContext) => ctx,
-    };
-    this.api = new KubernetesObjectApi(
-      createConfiguration({ baseServer: new ServerConfiguration(cluster.server, {}), authMethods: { default: kc }, promiseMiddleware: [deadline] }),
-    );
+    this.api = new KubernetesObjectApi(kubernetesApiConfiguration(kc, opts.timeoutMs));
     this.settings = {
       storageClass: opts.storageClass,
       clusterNetworks: opts.clusterNetworks ?? ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16'],
@@ -95,10 +73,7 @@ export class KubernetesCluster implements DatabaseCluster {
   }
 
   static fromKubeconfig(file: string | undefined, opts: KubernetesClusterOptions): KubernetesCluster {
-    const kc = new KubeConfig();
-    if (file) kc.loadFromFile(file);
-    else kc.loadFromDefault();
-    return new KubernetesCluster(kc, opts);
+    return new KubernetesCluster(kubeConfigFrom(file), opts);
   }
 
   private async guard<T>(fn: () => Promise<T>): Promise<T> {

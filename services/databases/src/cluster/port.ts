@@ -1,7 +1,7 @@
 import type { ClusterCapabilities } from '../domain/capabilities.ts';
 import type { Credentials, Endpoints } from '../domain/connection.ts';
 import type { Engine } from '../domain/database.ts';
-import type { InstanceType } from '../domain/instance-types.ts';
+import type { InstanceType } from '@pier/kit';
 import type { Observation } from '../domain/status.ts';
 
 // What the databases service needs from a cluster. Shaped after crossplane's managed

@@ -1,4 +1,4 @@
-import type { InstanceType } from './instance-types.ts';
+import type { InstanceType } from '@pier/kit';
 
 export const ENGINES = ['postgresql', 'mysql'] as const;
 export type Engine = (typeof ENGINES)[number];

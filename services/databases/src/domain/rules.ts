@@ -1,8 +1,7 @@
-import { InputError, ConflictError } from '@pier/kit';
+import { InputError, ConflictError, type InstanceType } from '@pier/kit';
 import type { ClusterCapabilities } from './capabilities.ts';
 import { STORAGE_GB } from './capabilities.ts';
 import type { DatabaseRecord, Engine } from './database.ts';
-import type { InstanceType } from './instance-types.ts';
 
 // The spec's provisioning and update rules. No I/O: the caller passes what the cluster
 // adapter can run, and gets a complete spec back or an InputError naming the field.

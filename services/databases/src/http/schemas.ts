@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ENGINES, STATUSES } from '../domain/database.ts';
-import { INSTANCE_TYPE_NAMES } from '../domain/instance-types.ts';
+import { INSTANCE_TYPE_NAMES } from '@pier/kit';
 
 // Request and response contracts of the databases API. The same schemas validate
 // requests and produce the OpenAPI document (/internal/openapi).

@@ -1,14 +1,6 @@
-import {
-  ApiException,
-  CoreV1Api,
-  KubeConfig,
-  ServerConfiguration,
-  createConfiguration,
-  type V1Secret,
-  type RequestContext,
-  type ResponseContext,
-} from '@kubernetes/client-node';
+import { ApiException, CoreV1Api, KubeConfig, type V1Secret } from '@kubernetes/client-node';
 import { secretObjectName, vpcNamespace } from '@pier/kit';
+import { kubernetesApiConfiguration } from '@pier/kit/kubernetes';
 import type { Observation, SecretObjectId, SecretObjectRef, SecretStorePort, SecretValues } from './port.ts';
 
 // Production store: a core `Secret` (type Opaque) per Pier secret, in the VPC's namespace,
@@ -26,37 +18,12 @@ export const LABELS = {
 
 const SELECTOR = `${LABELS.managedBy}=pier,${LABELS.component}=secret`;
 
-/** Loads the kubeconfig: an explicit file, else in-cluster service account, else $KUBECONFIG / ~/.kube/config. */
-export function loadKubeConfig(file?: string): KubeConfig {
-  const kc = new KubeConfig();
-  if (file) kc.loadFromFile(file);
-  else kc.loadFromDefault();
-  return kc;
-}
-
 export class KubernetesSecretStore implements SecretStorePort {
   readonly kind = 'kubernetes' as const;
   private readonly core: CoreV1Api;
 
   constructor(kc: KubeConfig, timeoutMs = 10_000) {
-    const cluster = kc.getCurrentCluster();
-    if (!cluster) throw new Error('the kubeconfig names no current cluster');
-    // Every call gets a deadline: a black-holed API server must turn into a 503, not a
-    // request that hangs while its record sits pending.
-    const deadline = {
-      pre: async (ctx: RequestContext) => {
-        ctx.setSignal(AbortSignal.timeout(timeoutMs));
-        return ctx;
-      },
-      post: async (ctx: ResponseContext) => ctx,
-    };
-    this.core = new CoreV1Api(
-      createConfiguration({
-        baseServer: new ServerConfiguration(cluster.server, {}),
-        authMethods: { default: kc },
-        promiseMiddleware: [deadline],
-      }),
-    );
+    this.core = new CoreV1Api(kubernetesApiConfiguration(kc, timeoutMs));
   }
 
   async observe(id: SecretObjectId): Promise<Observation> {

@@ -1,11 +1,12 @@
+import { kubeConfigFrom } from '@pier/kit/kubernetes';
 import { defaultStoreDir, type SecretsConfig } from '../config.ts';
 import { DockerSecretStore } from './docker.ts';
-import { KubernetesSecretStore, loadKubeConfig } from './kubernetes.ts';
+import { KubernetesSecretStore } from './kubernetes.ts';
 import type { SecretStorePort } from './port.ts';
 
 /** The secret store of the configured cluster. */
 export function secretStoreFor(config: SecretsConfig): SecretStorePort {
-  if (config.PIER_CLUSTER === 'kubernetes') return new KubernetesSecretStore(loadKubeConfig(config.PIER_KUBECONFIG));
+  if (config.PIER_CLUSTER === 'kubernetes') return new KubernetesSecretStore(kubeConfigFrom(config.PIER_KUBECONFIG));
   if (!config.PIER_SECRETS_STORE_KEY) throw new Error('PIER_SECRETS_STORE_KEY is required with PIER_CLUSTER=docker');
   return new DockerSecretStore(config.PIER_SECRETS_STORE_DIR ?? defaultStoreDir(process.env), config.PIER_SECRETS_STORE_KEY);
 }

@@ -1,58 +1,64 @@
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Namespace, PersistentVolumeClaim, Pod, Secret, Service } from 'kubernetes-models/v1';
-import { Deployment } from 'kubernetes-models/apps/v1';
-import { CronJob } from 'kubernetes-models/batch/v1';
-import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
-import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
+import { KINDS, type KindInfo } from './kubernetes-kinds.ts';
 
-// An in-process stand-in for the Kubernetes API, as much of it as compute (and the secrets
-// service's store) uses: discovery, create/replace/server-side apply/get/list/delete of
-// the kinds below, label selectors, and a small controller that gives Deployments and
-// CronJobs pods whose status follows what a kubelet would report. Every object received
-// is validated with kubernetes-models (the Kubernetes OpenAPI schemas) plus the API
-// server's name and label rules; a rejected one is answered 422 and kept in `invalid`.
+export { CRDS_DIR, KINDS, validateManifest, type KindInfo } from './kubernetes-kinds.ts';
+
+// An in-process stand-in for the Kubernetes API, as much of it as Pier's adapters use (the
+// standards allow Kubernetes, alone, to be faked): discovery, create / replace / server-side
+// apply / get / list / delete of the kinds in KINDS (kubernetes-kinds.ts), equality and
+// set-based label selectors, and a small controller that gives Deployments and CronJobs pods
+// whose status follows what a kubelet would report. Every object received is validated as
+// kubernetes-kinds.ts describes; a refused one is answered as the real server would (400/422)
+// and recorded in `invalid`, so a test can assert that none was sent.
 
 type Obj = Record<string, any>;
 
-interface KindInfo {
-  apiVersion: string;
-  kind: string;
-  plural: string;
-  namespaced: boolean;
-  validate(body: Obj): void;
+// ---------- label selectors ----------
+
+type Requirement = (labels: Record<string, string>) => boolean;
+
+/** `a=b`, `a==b`, `a!=b`, `a`, `!a`, `a in (x,y)`, `a notin (x,y)`, comma-separated (all must hold). */
+function parseSelector(selector: string): Requirement[] {
+  const terms = selector.match(/[^,(]+(\([^)]*\))?/g) ?? [];
+  return terms
+    .map((t) => t.trim())
+    .filter(Boolean)
+    .map((t): Requirement => {
+      let m = /^(\S+)\s+(in|notin)\s+\(([^)]*)\)$/.exec(t);
+      if (m) {
+        const [, key, op, list] = m;
+        const values = list!.split(',').map((v) => v.trim());
+        return op === 'in' ? (l) => key! in l && values.includes(l[key!]!) : (l) => !(key! in l) || !values.includes(l[key!]!);
+      }
+      m = /^([^!=\s]+)\s*(==|=|!=)\s*(\S*)$/.exec(t);
+      if (m) {
+        const [, key, op, value] = m;
+        return op === '!=' ? (l) => l[key!] !== value : (l) => l[key!] === value;
+      }
+      if (t.startsWith('!')) return (l) => !(t.slice(1) in l);
+      return (l) => t in l;
+    });
 }
 
-const model = (M: new (data: never) => { validate(): void }) => (body: Obj) => new M(body as never).validate();
+// ---------- the server ----------
 
-export const KINDS: KindInfo[] = [
-  { apiVersion: 'v1', kind: 'Namespace', plural: 'namespaces', namespaced: false, validate: model(Namespace) },
-  { apiVersion: 'v1', kind: 'Pod', plural: 'pods', namespaced: true, validate: model(Pod) },
-  { apiVersion: 'v1', kind: 'Service', plural: 'services', namespaced: true, validate: model(Service) },
-  { apiVersion: 'v1', kind: 'PersistentVolumeClaim', plural: 'persistentvolumeclaims', namespaced: true, validate: model(PersistentVolumeClaim) },
-  { apiVersion: 'v1', kind: 'Secret', plural: 'secrets', namespaced: true, validate: model(Secret) },
-  { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', namespaced: true, validate: model(Deployment) },
-  { apiVersion: 'batch/v1', kind: 'CronJob', plural: 'cronjobs', namespaced: true, validate: model(CronJob) },
-  { apiVersion: 'autoscaling/v2', kind: 'HorizontalPodAutoscaler', plural: 'horizontalpodautoscalers', namespaced: true, validate: model(HorizontalPodAutoscaler) },
-  { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', plural: 'networkpolicies', namespaced: true, validate: model(NetworkPolicy) },
-];
-
-const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
-const LABEL_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
-const ENV_NAME = /^[-._a-zA-Z][-._a-zA-Z0-9]*$/;
+export interface FakeKubernetesOptions {
+  /** When set, server-side applies from any other field manager are refused (422). */
+  fieldManager?: string;
+}
 
 export class FakeKubernetes {
   readonly token = 'fake-token-for-tests';
-  /** `${apiVersion}|${kind}|${namespace}|${name}` -> object as stored. */
+  /** `${apiVersion}/${kind}/${namespace}/${name}` -> object as stored. */
   readonly objects = new Map<string, Obj>();
   readonly requests: { method: string; path: string; query: string }[] = [];
-  /** Every body received for create, replace or apply, in order. */
+  /** Every body received for create, replace or apply, in order (refused ones included). */
   readonly received: Obj[] = [];
+  /** Why each refused object was refused. */
   readonly invalid: string[] = [];
   /** Images whose containers crash at once (CrashLoopBackOff / a failed run). */
   readonly crashingImages = new Set<string>();
@@ -60,6 +66,9 @@ export class FakeKubernetes {
   readonly missingImages = new Set<string>();
   url = '';
   private server?: http.Server;
+  private readonly tempDirs: string[] = [];
+
+  constructor(private readonly options: FakeKubernetesOptions = {}) {}
 
   async start(): Promise<this> {
     this.server = http.createServer((req, res) => void this.handle(req, res));
@@ -68,31 +77,43 @@ export class FakeKubernetes {
     return this;
   }
 
+  /**
+   * Stops listening (its port refuses connections from then on; what it holds stays readable)
+   * and removes the kubeconfig files written so far.
+   */
   async stop(): Promise<void> {
-    if (!this.server) return;
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server!.close(() => resolve()));
+    const server = this.server;
+    this.server = undefined;
+    if (server) {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+    for (const dir of this.tempDirs.splice(0)) await rm(dir, { recursive: true, force: true });
   }
 
-  /** A kubeconfig file pointing at this server (or `server`), for PIER_KUBECONFIG. */
+  /** A kubeconfig for this server (or `server`): token auth, plain HTTP. */
+  kubeconfig(server = this.url): string {
+    return [
+      'apiVersion: v1',
+      'kind: Config',
+      // The fake speaks plain HTTP; client-node allows that only with TLS checks off.
+      `clusters:\n- name: fake\n  cluster:\n    server: ${server}\n    insecure-skip-tls-verify: true`,
+      `users:\n- name: fake\n  user:\n    token: ${this.token}`,
+      'contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake',
+      'current-context: fake',
+      '',
+    ].join('\n');
+  }
+
+  /**
+   * `kubeconfig(server)` as a file, for PIER_KUBECONFIG. Removed by `stop()`; one written
+   * after `stop()` (a kubeconfig for a port that no longer answers) is the caller's to remove.
+   */
   async writeKubeconfig(server = this.url): Promise<string> {
     const dir = await mkdtemp(path.join(tmpdir(), 'pier-kubeconfig-'));
+    if (this.server) this.tempDirs.push(dir);
     const file = path.join(dir, 'config');
-    await writeFile(
-      file,
-      [
-        'apiVersion: v1',
-        'kind: Config',
-        'clusters:',
-        `- name: fake\n  cluster:\n    server: ${server}\n    insecure-skip-tls-verify: true`,
-        'users:',
-        `- name: fake\n  user:\n    token: ${this.token}`,
-        'contexts:',
-        '- name: fake\n  context:\n    cluster: fake\n    user: fake',
-        'current-context: fake',
-        '',
-      ].join('\n'),
-    );
+    await writeFile(file, this.kubeconfig(server));
     return file;
   }
 
@@ -100,8 +121,21 @@ export class FakeKubernetes {
     return this.objects.get(key(apiVersion, kind, namespace, name));
   }
 
-  list(kind: string, namespace?: string): Obj[] {
-    return [...this.objects.values()].filter((o) => o.kind === kind && (namespace === undefined || o.metadata.namespace === namespace));
+  /** Objects of `kind` (every kind if undefined), in `namespace` (every namespace if undefined). */
+  list(kind?: string, namespace?: string): Obj[] {
+    return [...this.objects.values()].filter((o) => (kind === undefined || o.kind === kind) && (namespace === undefined || o.metadata.namespace === namespace));
+  }
+
+  /** Stores an object as is, as if another client had made it (no validation, no controller). */
+  seed(obj: Obj): void {
+    this.objects.set(key(obj.apiVersion, obj.kind, obj.metadata.namespace, obj.metadata.name), obj);
+  }
+
+  /** Sets an object's status, as its operator or controller would. */
+  setStatus(apiVersion: string, kind: string, namespace: string | undefined, name: string, status: Obj): void {
+    const obj = this.get(apiVersion, kind, namespace, name);
+    if (!obj) throw new Error(`no ${kind} ${namespace}/${name}`);
+    obj.status = status;
   }
 
   /** Runs a CronJob now, as its schedule would: a Job's pod that succeeds or fails. */
@@ -139,8 +173,7 @@ export class FakeKubernetes {
     }
 
     if (url.pathname === '/version') return send(200, { major: '1', minor: '30', gitVersion: 'v1.30.0-fake', platform: 'linux/amd64' });
-    const parts = url.pathname.split('/').filter(Boolean);
-    const [root, ...rest] = parts;
+    const [root, ...rest] = url.pathname.split('/').filter(Boolean);
     let apiVersion: string;
     if (root === 'api' && rest[0] === 'v1') {
       apiVersion = 'v1';
@@ -149,6 +182,7 @@ export class FakeKubernetes {
       apiVersion = `${rest.shift()}/${rest.shift()}`;
     } else return status(404, 'NotFound', `the fake does not serve ${url.pathname}`);
 
+    // Discovery: which kinds a group version has, and whether they are namespaced.
     if (rest.length === 0 && req.method === 'GET') {
       const resources = KINDS.filter((k) => k.apiVersion === apiVersion).map((k) => ({
         name: k.plural,
@@ -174,7 +208,7 @@ export class FakeKubernetes {
 
     if (req.method === 'GET' && !name) {
       const selector = parseSelector(url.searchParams.get('labelSelector') ?? '');
-      const items = this.list(info.kind, namespace).filter((o) => Object.entries(selector).every(([k, v]) => o.metadata.labels?.[k] === v));
+      const items = this.list(info.kind, namespace).filter((o) => selector.every((matches) => matches(o.metadata.labels ?? {})));
       return send(200, { kind: `${info.kind}List`, apiVersion, metadata: { resourceVersion: '1' }, items });
     }
     if (req.method === 'GET') {
@@ -190,64 +224,44 @@ export class FakeKubernetes {
     if (req.method !== 'POST' && req.method !== 'PUT' && req.method !== 'PATCH') return status(405, 'MethodNotAllowed', `${req.method}`);
 
     this.received.push(body ?? {});
-    const problem = this.validate(info, body, namespace, name);
-    if (problem) return status(422, 'Invalid', problem);
-    if (info.namespaced && !this.objects.has(key('v1', 'Namespace', undefined, namespace!))) {
-      return status(404, 'NotFound', `namespaces "${namespace}" not found`);
-    }
-    const objName = body!.metadata.name as string;
-    const existing = this.objects.get(here(objName));
-    if (req.method === 'POST') {
-      if (name) return status(405, 'MethodNotAllowed', 'POST to an item');
-      if (existing) return status(409, 'AlreadyExists', `${plural} "${objName}" already exists`);
-      return send(201, this.store(info, body!, namespace, undefined));
-    }
-    if (req.method === 'PUT') {
-      if (!existing) return status(404, 'NotFound', `${plural} "${objName}" not found`);
-      return send(200, this.store(info, body!, namespace, existing));
-    }
-    // PATCH: server-side apply only (what compute uses).
-    if (req.headers['content-type'] !== 'application/apply-patch+yaml') return status(415, 'UnsupportedMediaType', `${req.headers['content-type']}`);
-    if (!url.searchParams.get('fieldManager')) return status(422, 'Invalid', 'fieldManager is required for apply patch');
-    return send(existing ? 200 : 201, this.store(info, body!, namespace, existing));
-  }
-
-  private validate(info: KindInfo, body: Obj | undefined, namespace: string | undefined, pathName: string | undefined): string | undefined {
-    const reject = (m: string) => {
-      this.invalid.push(`${info.kind}: ${m}`);
-      return `${info.kind}: ${m}`;
+    const refuse = (code: number, reason: string, problem: string) => {
+      this.invalid.push(`${info.kind}: ${problem}`);
+      return status(code, reason, `${info.kind}: ${problem}`);
     };
-    if (!body) return reject('no body');
-    if (body.kind !== info.kind || body.apiVersion !== info.apiVersion) return reject(`body is ${body.apiVersion}/${body.kind}, the path ${info.apiVersion}/${info.kind}`);
+    if (!body) return refuse(400, 'BadRequest', 'no body');
+    if (body.kind !== info.kind || body.apiVersion !== info.apiVersion) {
+      return refuse(400, 'BadRequest', `body is ${body.apiVersion}/${body.kind}, the path ${info.apiVersion}/${info.kind}`);
+    }
+    const objName = body.metadata?.name as string | undefined;
+    if (name && name !== objName) return refuse(400, 'BadRequest', `name "${objName}" does not match the path's "${name}"`);
+    if (info.namespaced && body.metadata?.namespace && body.metadata.namespace !== namespace) return refuse(400, 'BadRequest', 'namespace does not match the path');
     try {
       info.validate(body);
     } catch (err) {
-      return reject((err as Error).message);
+      return refuse(422, 'Invalid', (err as Error).message);
     }
-    const name: string = body.metadata?.name ?? '';
-    const nameRule = info.kind === 'Secret' ? DNS1123_SUBDOMAIN : DNS1123_LABEL;
-    if (!nameRule.test(name) || name.length > 63) return reject(`bad name "${name}"`);
-    if (pathName && pathName !== name) return reject('name does not match the path');
-    if (info.namespaced && body.metadata.namespace && body.metadata.namespace !== namespace) return reject('namespace does not match the path');
-    for (const labels of labelSets(body)) {
-      for (const [k, v] of Object.entries(labels ?? {})) {
-        const [prefix, n] = k.includes('/') ? k.split('/', 2) : [undefined, k];
-        if (prefix !== undefined && !DNS1123_SUBDOMAIN.test(prefix)) return reject(`bad label prefix ${k}`);
-        if (!LABEL_NAME.test(n!) || n!.length > 63) return reject(`bad label name ${k}`);
-        if (typeof v !== 'string' || !LABEL_VALUE.test(v) || v.length > 63) return reject(`bad label value ${k}=${v}`);
-      }
+    if (info.namespaced && !this.objects.has(key('v1', 'Namespace', undefined, namespace!))) {
+      return status(404, 'NotFound', `namespaces "${namespace}" not found`);
     }
-    for (const c of containersOf(body)) {
-      for (const e of c.env ?? []) if (!ENV_NAME.test(e.name)) return reject(`bad env name ${e.name}`);
+    const existing = this.objects.get(here(objName!));
+    if (req.method === 'POST') {
+      if (name) return status(405, 'MethodNotAllowed', 'POST to an item');
+      if (existing) return status(409, 'AlreadyExists', `${plural} "${objName}" already exists`);
+      return send(201, this.store(info, body, namespace, undefined));
     }
-    if (info.kind === 'Deployment') {
-      const selector = body.spec.selector?.matchLabels ?? {};
-      const labels = body.spec.template?.metadata?.labels ?? {};
-      if (!Object.entries(selector).every(([k, v]) => labels[k] === v)) return reject('selector does not match template labels');
+    if (req.method === 'PUT') {
+      if (!existing) return status(404, 'NotFound', `${plural} "${objName}" not found`);
+      return send(200, this.store(info, body, namespace, existing));
     }
-    return undefined;
+    // PATCH: server-side apply only (what the adapters use).
+    if (req.headers['content-type'] !== 'application/apply-patch+yaml') return status(415, 'UnsupportedMediaType', `${req.headers['content-type']}`);
+    const manager = url.searchParams.get('fieldManager');
+    if (!manager) return refuse(422, 'Invalid', 'fieldManager is required for apply patch');
+    if (this.options.fieldManager && manager !== this.options.fieldManager) return refuse(422, 'Invalid', `applied by field manager ${manager}, not ${this.options.fieldManager}`);
+    return send(existing ? 200 : 201, this.store(info, body, namespace, existing));
   }
 
+  /** What the API server keeps: the object with its server-set metadata, its status kept across writes. */
   private store(info: KindInfo, body: Obj, namespace: string | undefined, existing: Obj | undefined): Obj {
     const meta = body.metadata;
     const specChanged = JSON.stringify(existing?.spec) !== JSON.stringify(body.spec);
@@ -263,6 +277,12 @@ export class FakeKubernetes {
       },
       ...(existing?.status ? { status: existing.status } : {}),
     };
+    if (info.kind === 'Secret' && body.stringData) {
+      // stringData is write-only: the API server stores it base64-encoded in data.
+      const encoded = Object.entries(body.stringData as Record<string, string>).map(([k, v]) => [k, Buffer.from(v).toString('base64')]);
+      obj.data = { ...(body.data ?? {}), ...Object.fromEntries(encoded) };
+      delete obj.stringData;
+    }
     this.objects.set(key(info.apiVersion, info.kind, namespace, meta.name), obj);
     if (info.kind === 'Deployment' || info.kind === 'HorizontalPodAutoscaler') this.reconcileDeployments(namespace!);
     return obj;
@@ -273,7 +293,7 @@ export class FakeKubernetes {
     this.objects.delete(key(o.apiVersion, o.kind, ns, o.metadata.name));
     // Background cascade, as the garbage collector does.
     const owned = (p: Obj) => p.metadata.ownerReferences?.some((r: Obj) => r.name === o.metadata.name || r.name.startsWith(`${o.metadata.name}-`));
-    if (o.kind === 'Namespace') for (const x of [...this.objects.values()].filter((x) => x.metadata.namespace === o.metadata.name)) this.remove(x);
+    if (o.kind === 'Namespace') for (const x of this.list(undefined, o.metadata.name)) this.remove(x);
     if (o.kind === 'Deployment' || o.kind === 'CronJob') for (const p of this.list('Pod', ns).filter(owned)) this.remove(p);
     if (o.kind === 'HorizontalPodAutoscaler') this.reconcileDeployments(ns);
   }
@@ -358,23 +378,5 @@ export class FakeKubernetes {
 }
 
 function key(apiVersion: string, kind: string, namespace: string | undefined, name: string): string {
-  return `${apiVersion}|${kind}|${namespace ?? ''}|${name}`;
-}
-
-function parseSelector(selector: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const term of selector.split(',').filter(Boolean)) {
-    const [k, v] = term.split('=');
-    out[k!] = v ?? '';
-  }
-  return out;
-}
-
-function labelSets(body: Obj): (Record<string, string> | undefined)[] {
-  return [body.metadata?.labels, body.spec?.template?.metadata?.labels, body.spec?.jobTemplate?.metadata?.labels, body.spec?.jobTemplate?.spec?.template?.metadata?.labels];
-}
-
-function containersOf(body: Obj): Obj[] {
-  const spec = body.spec?.template?.spec ?? body.spec?.jobTemplate?.spec?.template?.spec ?? (body.kind === 'Pod' ? body.spec : undefined);
-  return spec?.containers ?? [];
+  return `${apiVersion}/${kind}/${namespace ?? ''}/${name}`;
 }
