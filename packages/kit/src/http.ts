@@ -69,6 +69,38 @@ export function parseWith<T>(schema: z.ZodType<T>, value: unknown, where: string
   return parsed.data;
 }
 
+/**
+ * Refuses U+0000 anywhere in validated input (strings and object keys, at any depth).
+ * PostgreSQL text and jsonb cannot store it, so without this check such a value reaches
+ * the INSERT and fails there as a 500; it runs after the route's own schema, so a field
+ * with its own rule for NUL keeps its message.
+ */
+export function refuseNul(value: unknown, where: string): void {
+  const path = nulPath(value, []);
+  if (!path) return;
+  const field = path.length ? path.join('.') : undefined;
+  throw new InputError(`${field ?? where}: must not contain NUL characters (U+0000)`, 'invalid_request', field ? { field } : undefined);
+}
+
+function nulPath(value: unknown, path: (string | number)[]): (string | number)[] | undefined {
+  if (typeof value === 'string') return value.includes('\0') ? path : undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = nulPath(value[i], [...path, i]);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  if (value && typeof value === 'object') {
+    for (const [key, v] of Object.entries(value)) {
+      if (key.includes('\0')) return [...path, key];
+      const found = nulPath(v, [...path, key]);
+      if (found) return found;
+    }
+  }
+  return undefined;
+}
+
 function expressPath(path: string): string {
   return path.replace(/\{(\w+)\}/g, ':$1');
 }
@@ -127,6 +159,7 @@ export function createServiceApp(opts: ServiceAppOptions): Express {
         checkScope(identity, rawParams, route.access);
         const params = route.params ? parseWith(route.params, rawParams, 'path') : rawParams;
         const query = route.query ? parseWith(route.query, req.query, 'query') : {};
+        refuseNul(query, 'query');
         let body: unknown = undefined;
         if (route.body) {
           // No body at all reads as `{}`, so routes whose fields all have defaults can be
@@ -134,6 +167,7 @@ export function createServiceApp(opts: ServiceAppOptions): Express {
           const sent = req.body ?? (hasNoBody(req) ? {} : undefined);
           if (sent === undefined) throw new InputError('request body must be JSON (Content-Type: application/json)', 'invalid_request');
           body = parseWith(route.body, sent, 'body');
+          refuseNul(body, 'body');
         }
         const log = res.locals.log as Logger;
         const result = await route.handler({ params, query, body, identity, requestId: res.locals.requestId, log });

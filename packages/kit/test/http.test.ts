@@ -12,6 +12,7 @@ import {
   signIdentity,
   IDENTITY_HEADER,
   ConflictError,
+  refuseNul,
   type Identity,
 } from '../src/index.ts';
 
@@ -126,6 +127,18 @@ describe('service app', () => {
     const badQuery = await request(app).get(`${base}?limit=0`).set(IDENTITY_HEADER, owner);
     expect(badQuery.status).toBe(400);
     expect(badQuery.body.error).toContain('limit');
+  });
+
+  // Found by schemathesis: PostgreSQL cannot store U+0000, so it used to reach the INSERT
+  // and come back as a 500.
+  it('refuses NUL characters in body and query with a 400 naming the field', async () => {
+    const owner = await token({ role: 'owner' });
+    const res = await request(app).post(base).set(IDENTITY_HEADER, owner).send({ name: 'a\u0000b' });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: 'name: must not contain NUL characters (U+0000)', code: 'invalid_request', field: 'name' });
+    expect(() => refuseNul({ command: ['ok', 'x\u0000'] }, 'body')).toThrow('command.1: must not contain NUL');
+    expect(() => refuseNul({ values: { ['k\u0000']: 'v' } }, 'body')).toThrow('values.k\u0000: must not contain NUL');
+    expect(() => refuseNul({ a: [{ b: 1, c: null, d: 'fine' }] }, 'body')).not.toThrow();
   });
 
   it('maps domain conflicts to 409 and unknown paths to a JSON 404', async () => {

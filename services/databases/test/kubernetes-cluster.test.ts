@@ -196,6 +196,11 @@ describe('the API on the kubernetes adapter', () => {
     expect(ext.status).toBe(200);
     const rule = await h.call('POST', `${h.base}/${res.body.id}/ip-allowlist`, { cidr: '198.51.100.7' });
     expect(rule.status).toBe(201);
+    // Found by schemathesis: U+0000 in the description reached the INSERT and came back 500.
+    const nul = await h.call('POST', `${h.base}/${res.body.id}/ip-allowlist`, { cidr: '198.51.100.8', description: 'a\u0000b' });
+    expect(nul.status).toBe(400);
+    expect(nul.body).toEqual({ error: 'description: must not contain NUL characters (U+0000)', code: 'invalid_request', field: 'description' });
+    expect((await h.call('GET', `${h.base}/${res.body.id}/ip-allowlist`)).body.items).toHaveLength(1);
     expect(fake.get(...K.service, ns, `${name}-external`)!.spec.loadBalancerSourceRanges).toEqual(['198.51.100.7/32']);
     const c = (await h.call('GET', `${h.base}/${res.body.id}/connection`)).body;
     expect(c.external_url).toBe(`postgresql://app_${res.body.short_id}:${c.password}@${res.body.short_id}.pg.pier.localhost:5432/${res.body.short_id}`);

@@ -8,6 +8,9 @@ export const errorResponseSchema = z
     error: z.string().describe('What went wrong, in words'),
     code: z.string().describe('Stable machine-readable code'),
     field: z.string().optional().describe('The offending field, for validation errors'),
+    // The databases query endpoint adds it to `sql_error`; without it here, a documented
+    // 400 would not match its own schema (additionalProperties is false).
+    sqlstate: z.string().optional().describe('SQLSTATE of the failed statement, for code sql_error'),
   })
   .describe('Error');
 
