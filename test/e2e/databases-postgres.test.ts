@@ -149,6 +149,25 @@ describe('a PostgreSQL database', () => {
     expect((await owner.post(`${one()}/query`, { sql: '  ' })).status).toBe(400);
   });
 
+  it('gives every console call a clean session, whatever the last one left behind', async () => {
+    const q = (sql: string) => owner.post(`${one()}/query`, { sql });
+    // Connections are reused: neither settings, nor a role change, nor an open
+    // transaction, nor a temporary table may reach the next call.
+    for (let i = 0; i < 3; i++) {
+      expect((await q('set search_path to nowhere')).status).toBe(200);
+      expect((await q('show search_path')).body.rows).toEqual([['"$user", public']]);
+      expect((await q('set role none')).status).toBe(200);
+      expect((await q('select current_user')).body.rows).toEqual([[`app_${shortId}`]]);
+      expect((await q('begin')).status).toBe(200);
+      // Inside a transaction begun by an earlier call, a savepoint would be accepted.
+      const savepoint = await q('savepoint s1');
+      expect(savepoint.status).toBe(400);
+      expect(savepoint.body.error).toContain('can only be used in transaction blocks');
+      expect((await q('create temporary table scratch (x int)')).status).toBe(200);
+      expect((await q('select count(*)::int from pg_class where relname = $$scratch$$ and relpersistence = $$t$$')).body.rows).toEqual([[0]]);
+    }
+  });
+
   it('inspects the schema: columns, primary key, indexes', async () => {
     const res = await owner.get(`${one()}/schema`);
     expect(res.status).toBe(200);

@@ -41,10 +41,11 @@ export async function start(config: DatabasesConfig, options: StartOptions = {})
   const relay = new OutboxRelay(db, 'databases', config.PIER_NATS_URL, logger);
   relay.start();
   const cluster = options.cluster ?? clusterFor(config);
+  const postgresSql = new PostgresSql();
   const databases = new Databases({
     store: new KnexDatabasesStore(db),
     cluster,
-    sql: { postgresql: new PostgresSql(), mysql: new MysqlSql() },
+    sql: { postgresql: postgresSql, mysql: new MysqlSql() },
     domains: { postgresql: config.PIER_POSTGRES_EXTERNAL_DOMAIN, mysql: config.PIER_MYSQL_EXTERNAL_DOMAIN },
     console: { timeoutMs: config.PIER_DATABASES_QUERY_TIMEOUT_MS, rowCap: config.PIER_DATABASES_QUERY_ROW_CAP },
     provisionDeadlineMs: config.PIER_DATABASES_PROVISION_TIMEOUT_SECONDS * 1000,
@@ -70,6 +71,7 @@ export async function start(config: DatabasesConfig, options: StartOptions = {})
     async stop() {
       await close(server);
       await databases.stop();
+      await postgresSql.close();
       await relay.stop();
       await cluster.close();
       await db.destroy();

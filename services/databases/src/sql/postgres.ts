@@ -52,42 +52,88 @@ function translate(err: unknown): never {
   throw err;
 }
 
-async function connect(t: SqlTarget, opts: { runAsApp: boolean; timeoutMs?: number }): Promise<pg.Client> {
-  const client = new pg.Client({
-    host: t.host,
-    port: t.port,
-    user: t.user,
-    password: t.password,
-    database: t.database,
-    application_name: 'pier-console',
-    connectionTimeoutMillis: 5000,
-    statement_timeout: opts.timeoutMs ?? 15_000,
-    options: opts.runAsApp && t.runAs ? `-c role=${t.runAs}` : undefined,
-  });
-  client.on('error', () => undefined); // a dropped connection surfaces on the pending query
-  try {
-    await client.connect();
-  } catch (err) {
-    await client.end().catch(() => undefined);
-    translate(err);
-  }
-  return client;
+interface SessionOptions {
+  runAsApp: boolean;
+  timeoutMs?: number;
 }
 
-async function withClient<T>(t: SqlTarget, opts: { runAsApp: boolean; timeoutMs?: number }, fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const client = await connect(t, opts);
+/**
+ * Console connections are pooled per target and session settings: a new connection
+ * costs a SCRAM handshake (about 20 ms here), several times the statement itself. A
+ * connection goes back to its pool only after `DISCARD ALL` succeeds, so no session state a
+ * statement left (SET, SET ROLE, temporary tables, prepared statements) reaches the next
+ * caller; a session left inside a transaction cannot be discarded and is closed instead.
+ */
+class SessionPools {
+  private readonly pools = new Map<string, pg.Pool>();
+
+  pool(t: SqlTarget, opts: SessionOptions): pg.Pool {
+    const role = opts.runAsApp && t.runAs ? t.runAs : '';
+    const timeout = opts.timeoutMs ?? 15_000;
+    const key = JSON.stringify([t.host, t.port, t.user, t.password, t.database, role, timeout]);
+    let pool = this.pools.get(key);
+    if (!pool) {
+      pool = new pg.Pool({
+        host: t.host,
+        port: t.port,
+        user: t.user,
+        password: t.password,
+        database: t.database,
+        application_name: 'pier-console',
+        connectionTimeoutMillis: 5000,
+        statement_timeout: timeout,
+        options: role ? `-c role=${role}` : undefined,
+        max: 2,
+        idleTimeoutMillis: 30_000,
+        allowExitOnIdle: true,
+      });
+      pool.on('error', () => undefined); // an idle connection dropped (database deleted): the pool replaces it
+      const created = pool;
+      // A pool with no connections left is forgotten, so deleted databases leave nothing.
+      created.on('remove', () => {
+        if (created.totalCount === 0 && this.pools.get(key) === created) this.pools.delete(key);
+      });
+      this.pools.set(key, pool);
+    }
+    return pool;
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.pools.values()];
+    this.pools.clear();
+    await Promise.all(all.map((p) => p.end().catch(() => undefined)));
+  }
+}
+
+async function withClient<T>(pools: SessionPools, t: SqlTarget, opts: SessionOptions, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+  let client: pg.PoolClient;
+  try {
+    client = await pools.pool(t, opts).connect();
+  } catch (err) {
+    translate(err);
+  }
   try {
     return await fn(client);
   } catch (err) {
     translate(err);
   } finally {
-    await client.end().catch(() => undefined);
+    await client
+      .query('DISCARD ALL')
+      .then(() => client.release())
+      .catch(() => client.release(true));
   }
 }
 
 export class PostgresSql implements SqlEngine {
+  private readonly pools = new SessionPools();
+
+  /** Closes the console's pooled connections (service shutdown). */
+  close(): Promise<void> {
+    return this.pools.close();
+  }
+
   async query(t: SqlTarget, sql: string, limits: ConsoleLimits): Promise<QueryResult> {
-    return withClient(t, { runAsApp: true, timeoutMs: limits.timeoutMs }, async (client) => {
+    return withClient(this.pools, t, { runAsApp: true, timeoutMs: limits.timeoutMs }, async (client) => {
       // The extended protocol runs exactly one statement (several are a syntax error)
       // and a portal lets us fetch only rowCap + 1 rows of a large result.
       const cursor = client.query(new Cursor(sql, [], { rowMode: 'array', types: consoleTypes }));
@@ -122,7 +168,7 @@ export class PostgresSql implements SqlEngine {
     // pg_catalog rather than information_schema: the latter hides what the login role
     // holds no privilege on, and these queries run as pier_console itself (so they stay
     // out of the slow-query log, which shows the app's statements).
-    return withClient(t, { runAsApp: false }, async (client) => {
+    return withClient(this.pools, t, { runAsApp: false }, async (client) => {
       const { rows: tables } = await client.query<{ oid: number; schema: string; name: string }>(`
         SELECT c.oid::int AS oid, n.nspname AS schema, c.relname AS name
         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -159,7 +205,7 @@ export class PostgresSql implements SqlEngine {
   }
 
   async slowQueries(t: SqlTarget, limit: number): Promise<SlowQuery[]> {
-    return withClient(t, { runAsApp: false }, async (client) => {
+    return withClient(this.pools, t, { runAsApp: false }, async (client) => {
       const { rows } = await client.query<{ query: string; calls: number; mean: number; max: number; total: number; rows: number }>(`
         SELECT query, calls, mean_exec_time AS mean, max_exec_time AS max, total_exec_time AS total, rows
         FROM pg_stat_statements
@@ -173,7 +219,7 @@ export class PostgresSql implements SqlEngine {
   }
 
   async resetSlowQueries(t: SqlTarget): Promise<void> {
-    await withClient(t, { runAsApp: false }, async (client) => {
+    await withClient(this.pools, t, { runAsApp: false }, async (client) => {
       await client.query('SELECT pg_stat_statements_reset(0, (SELECT oid FROM pg_database WHERE datname = current_database()), 0)');
     });
   }
