@@ -16,7 +16,6 @@
  * on the same Postgres and NATS. PIER_BENCH_ONLY=gateway,services,databases picks some.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,23 +28,13 @@ import { benchDatabases } from './databases.ts';
 import { AuthClient } from '@pier/gateway';
 import { runClosedLoop, runLoad, type LoadResult } from './load.ts';
 import { perRequest, snapshot } from './cpu.ts';
+import { freePort } from '../test/support/platform-core.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const concurrency = Number(process.env.PIER_BENCH_CONCURRENCY ?? 16);
 const maxRequests = Number(process.env.PIER_BENCH_REQUESTS ?? 20_000);
 const maxSeconds = Number(process.env.PIER_BENCH_SECONDS ?? 10);
 const rounds = Number(process.env.PIER_BENCH_ROUNDS ?? 2);
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 const fmt = (r: LoadResult) =>
   `${r.rps.toFixed(0).padStart(6)} req/s   p50 ${r.p50.toFixed(2).padStart(6)} ms   p99 ${r.p99.toFixed(2).padStart(6)} ms   (${r.requests} requests in ${r.seconds.toFixed(1)} s, ${r.errors} errors)`;

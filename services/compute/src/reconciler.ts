@@ -1,7 +1,7 @@
 // The background half of compute: what no request is waiting for, and what a crash left
 // half done. Each pass is idempotent, so a pass that fails (the cluster is away) is simply
 // tried again at the next.
-import type { Logger } from '@pier/kit';
+import { Periodic, type Logger } from '@pier/kit';
 import type { ComputeContext } from './domain/context.ts';
 import type { Service } from './domain/records.ts';
 import { refreshStatuses } from './domain/live-status.ts';
@@ -13,45 +13,25 @@ import { refOf } from './domain/context.ts';
 const PENDING_GRACE_MS = 120_000;
 
 export class Reconciler {
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<void>;
-  private stopped = false;
+  private readonly loop: Periodic;
   private passes = 0;
   private readonly tearingDown = new Set<string>();
 
   constructor(
     private readonly ctx: ComputeContext,
     private readonly log: Logger,
-    private readonly intervalMs: number,
-  ) {}
+    intervalMs: number,
+  ) {
+    this.loop = new Periodic(() => this.pass(), intervalMs, (err) => log.warn({ err: String(err) }, 'reconcile pass failed; will retry'));
+  }
 
   /** Finishes what a previous process left pending, then settles rollouts every interval. */
   start(): void {
-    this.running = this.recover(new Date())
-      .catch((err) => this.log.warn({ err: String(err) }, 'start-up recovery failed; retrying later'))
-      .finally(() => {
-        this.running = undefined;
-        this.schedule();
-      });
+    this.loop.start(() => this.recover(new Date()));
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
-  }
-
-  private schedule(): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.running = this.pass()
-        .catch((err) => this.log.warn({ err: String(err) }, 'reconcile pass failed; will retry'))
-        .finally(() => {
-          this.running = undefined;
-          this.schedule();
-        });
-    }, this.intervalMs);
-    this.timer.unref?.();
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   /** One pass: settle rollouts in progress (so their events go out without anyone reading), finish teardowns. */

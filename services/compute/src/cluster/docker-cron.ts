@@ -1,5 +1,5 @@
 import type Docker from 'dockerode';
-import type { Logger } from '@pier/kit';
+import { Periodic, type Logger } from '@pier/kit';
 import { lastFireTime } from '../domain/cron-schedule.ts';
 import { KIND_SERVICE, LABEL, containerName } from './docker-labels.ts';
 import type { DockerCluster } from './docker.ts';
@@ -20,39 +20,22 @@ export const RUNS_KEPT = 3;
  * CronJob's `concurrencyPolicy: Forbid`). One compute instance should run the scheduler.
  */
 export class CronScheduler {
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<void>;
-  private stopped = false;
+  private readonly passes: Periodic;
 
   constructor(
     private readonly cluster: DockerCluster,
     private readonly log: Logger,
-    private readonly intervalMs = 5_000,
-  ) {}
+    intervalMs = 5_000,
+  ) {
+    this.passes = new Periodic(() => this.tick(new Date()), intervalMs, (err) => log.warn({ err: String(err) }, 'cron scheduler pass failed; will retry'));
+  }
 
   start(): void {
-    this.stopped = false;
-    this.schedule();
+    this.passes.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
-  }
-
-  private schedule(): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.running = this.tick(new Date())
-        .then(() => undefined)
-        .catch((err) => this.log.warn({ err: String(err) }, 'cron scheduler pass failed; will retry'))
-        .finally(() => {
-          this.running = undefined;
-          this.schedule();
-        });
-    }, this.intervalMs);
-    this.timer.unref?.();
+  stop(): Promise<void> {
+    return this.passes.stop();
   }
 
   /** One pass at time `now`: starts every due run. Returns the ids of the containers started. */
