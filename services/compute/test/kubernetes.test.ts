@@ -15,7 +15,7 @@ import { desiredObjects, namespaceManifest, networkPolicyManifest } from '../src
 import type { ObserveTarget, WorkloadSpec } from '../src/cluster/port.ts';
 import { configFromCreate, type CreateServiceInput } from '../src/domain/service-config.ts';
 import type { EnvEntry } from '../src/domain/env-vars.ts';
-import { startCompute, testUrls, until, type Compute, type TestDatabase } from './support.ts';
+import { startCompute, startSecretsFor, testUrls, until, type Compute, type TestDatabase } from './support.ts';
 
 const log = createLogger('test', 'warn');
 let fake: FakeKubernetes;
@@ -196,33 +196,13 @@ describe('compute and secrets on kubernetes', () => {
   const VALUE = `k8s-${randomBytes(6).toString('hex')}`;
 
   beforeAll(async () => {
-    const { postgres, nats } = testUrls();
+    const { postgres } = testUrls();
     db = await createTestDatabase(postgres);
     const keys = await generateIdentityKeys();
-    const computeKeys = await generateIdentityKeys();
     storeDir = await mkdtemp(path.join(os.tmpdir(), 'pier-secrets-'));
-    secretsService = await secrets.start(
-      secrets.readConfig({
-        PIER_DATABASE_URL: db.urls.secrets,
-        PIER_NATS_URL: nats,
-        PIER_IDENTITY_PUBLIC_KEY: keys.publicJwk,
-        PIER_SECRETS_HTTP_PORT: '0',
-        PIER_SECRETS_GRPC_PORT: '0',
-        PIER_CLUSTER: 'kubernetes',
-        PIER_KUBECONFIG: kubeconfig,
-        PIER_COMPUTE_SERVICE_PUBLIC_KEY: computeKeys.publicJwk,
-        PIER_LOG_LEVEL: 'warn',
-      }),
-    );
-    c = await startCompute(
-      {
-        PIER_CLUSTER: 'kubernetes',
-        PIER_KUBECONFIG: kubeconfig,
-        PIER_SECRETS_GRPC_URL: `127.0.0.1:${secretsService.grpcPort}`,
-        PIER_COMPUTE_SERVICE_PRIVATE_KEY: computeKeys.privateJwk,
-      },
-      { db, keys },
-    );
+    const started = await startSecretsFor(db, keys, { PIER_CLUSTER: 'kubernetes', PIER_KUBECONFIG: kubeconfig });
+    secretsService = started.service;
+    c = await startCompute({ PIER_CLUSTER: 'kubernetes', PIER_KUBECONFIG: kubeconfig, ...started.computeEnv }, { db, keys });
   }, 60_000);
 
   afterAll(async () => {

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { generateIdentityKeys, IDENTITY_HEADER } from '@pier/kit';
 import { createTestDatabase } from '@pier/kit/testing';
 import * as secrets from '@pier/secrets';
-import { startCompute, until, cleanDocker, vpcContainers, testUrls, TINY_HTTP, type Compute, type TestDatabase } from './support.ts';
+import { startCompute, startSecretsFor, until, cleanDocker, vpcContainers, testUrls, TINY_HTTP, type Compute, type TestDatabase } from './support.ts';
 
 const VALUE = `s3cret-${randomBytes(8).toString('hex')}`;
 let db: TestDatabase;
@@ -19,29 +19,17 @@ let storeDir: string;
 let secretsUrl: string;
 
 beforeAll(async () => {
-  const { postgres, nats } = testUrls();
+  const { postgres } = testUrls();
   db = await createTestDatabase(postgres);
   const keys = await generateIdentityKeys();
-  const computeKeys = await generateIdentityKeys();
   storeDir = await mkdtemp(path.join(os.tmpdir(), 'pier-secrets-'));
-  secretsService = await secrets.start(
-    secrets.readConfig({
-      PIER_DATABASE_URL: db.urls.secrets,
-      PIER_NATS_URL: nats,
-      PIER_IDENTITY_PUBLIC_KEY: keys.publicJwk,
-      PIER_SECRETS_HTTP_PORT: '0',
-      PIER_SECRETS_GRPC_PORT: '0',
-      PIER_SECRETS_STORE_DIR: storeDir,
-      PIER_SECRETS_STORE_KEY: randomBytes(32).toString('base64'),
-      PIER_COMPUTE_SERVICE_PUBLIC_KEY: computeKeys.publicJwk,
-      PIER_LOG_LEVEL: 'warn',
-    }),
-  );
+  const started = await startSecretsFor(db, keys, {
+    PIER_SECRETS_STORE_DIR: storeDir,
+    PIER_SECRETS_STORE_KEY: randomBytes(32).toString('base64'),
+  });
+  secretsService = started.service;
   secretsUrl = `http://127.0.0.1:${secretsService.httpPort}`;
-  c = await startCompute(
-    { PIER_SECRETS_GRPC_URL: `127.0.0.1:${secretsService.grpcPort}`, PIER_COMPUTE_SERVICE_PRIVATE_KEY: computeKeys.privateJwk },
-    { db, keys },
-  );
+  c = await startCompute(started.computeEnv, { db, keys });
 }, 60_000);
 
 afterAll(async () => {

@@ -8,6 +8,7 @@ import Docker from 'dockerode';
 import { randomUUID } from 'node:crypto';
 import { generateIdentityKeys, importIdentityKey, signIdentity, IDENTITY_HEADER, type Role } from '@pier/kit';
 import { createTestDatabase } from '@pier/kit/testing';
+import * as secrets from '@pier/secrets';
 import { start, readConfig } from '../src/index.ts';
 
 export const TINY_HTTP = 'pier/tiny-http:1';
@@ -124,4 +125,31 @@ export async function cleanDocker(vpcId: string): Promise<void> {
   for (const v of Volumes ?? []) await docker.getVolume(v.Name).remove().catch(() => undefined);
   const networks = await docker.listNetworks({ filters: JSON.stringify({ label: ['pier.managed=true', `pier.vpc=${vpcId}`] }) });
   for (const n of networks) await docker.getNetwork(n.Id).remove().catch(() => undefined);
+}
+
+/**
+ * The real secrets service beside compute, trusting compute's own key: what compute's
+ * secret-reference tests need. `clusterEnv` chooses the secrets store (docker or kubernetes).
+ */
+export async function startSecretsFor(
+  db: TestDatabase,
+  keys: IdentityKeys,
+  clusterEnv: Record<string, string>,
+): Promise<{ service: Awaited<ReturnType<typeof secrets.start>>; computeEnv: Record<string, string> }> {
+  const computeKeys = await generateIdentityKeys();
+  const service = await secrets.start(
+    secrets.readConfig({
+      PIER_DATABASE_URL: db.urls.secrets,
+      PIER_NATS_URL: testUrls().nats,
+      PIER_IDENTITY_PUBLIC_KEY: keys.publicJwk,
+      PIER_SECRETS_HTTP_PORT: '0',
+      PIER_SECRETS_GRPC_PORT: '0',
+      PIER_COMPUTE_SERVICE_PUBLIC_KEY: computeKeys.publicJwk,
+      PIER_LOG_LEVEL: 'warn',
+      ...clusterEnv,
+    }),
+  );
+  // What compute needs to call it: where, and the key it signs its calls with.
+  const computeEnv = { PIER_SECRETS_GRPC_URL: `127.0.0.1:${service.grpcPort}`, PIER_COMPUTE_SERVICE_PRIVATE_KEY: computeKeys.privateJwk };
+  return { service, computeEnv };
 }
