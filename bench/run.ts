@@ -20,7 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generateIdentityKeys, IDENTITY_HEADER, importIdentityKey, signIdentity } from '@pier/kit';
-import { createTestDatabase } from '@pier/kit/testing';
+import { createTestDatabase } from '@pier/testing';
 import { ServiceProcess } from '../deploy/local/children.ts';
 import { startInfra, type Infra } from './infra.ts';
 import { benchServices } from './services.ts';

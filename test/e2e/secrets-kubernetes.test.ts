@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { secretObjectName, vpcNamespace } from '@pier/kit';
 import { startPlatform, type Api, type Platform } from '../support/platform.ts';
-import { FakeKubernetes, validateManifest } from '@pier/kit/testing';
+import { FakeKubernetes, validateManifest } from '@pier/testing';
 import { adminQuery, encodingsOf, findInDatabase, secretRows } from '../../services/secrets/test/support.ts';
 
 let p: Platform;

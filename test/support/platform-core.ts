@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import net from 'node:net';
 import path from 'node:path';
 import { generateIdentityKeys, type RunningService } from '@pier/kit';
-import { createTestDatabase } from '@pier/kit/testing';
+import { createTestDatabase } from '@pier/testing';
 import * as gateway from '@pier/gateway';
 import * as auth from '@pier/auth';
 import * as compute from '@pier/compute';

@@ -1,6 +1,5 @@
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
-import { ConflictError, PierError } from './errors.ts';
 
 export type { Knex };
 
@@ -54,17 +53,6 @@ async function runMigrations(db: Knex, schema: string, migrations: Migration[], 
   };
   if (direction === 'up') await db.migrate.latest(config);
   else await db.migrate.rollback(config, true);
-}
-
-/**
- * Translates the Postgres errors a store expects into domain errors: a unique violation
- * is the caller's conflict, not our failure.
- */
-export function translatePgError(err: unknown, conflictMessage: string): never {
-  const e = err as { code?: string };
-  if (e?.code === '23505') throw new ConflictError(conflictMessage, 'already_exists');
-  if (err instanceof PierError) throw err;
-  throw err;
 }
 
 export function isUuid(value: string): boolean {

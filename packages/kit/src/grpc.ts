@@ -3,6 +3,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { PierError, grpcStatusOf, kindOfGrpcStatus, type ErrorKind } from './errors.ts';
+import { pgErrorOf } from './pg-errors.ts';
 
 export { grpc };
 
@@ -34,7 +35,7 @@ export function clientConstructor(file: string, pkg: string, service: string): g
 
 /** A domain error as a gRPC status, keeping its stable code in trailing metadata. */
 export function toGrpcError(err: unknown): Partial<grpc.StatusObject> {
-  const known = err instanceof PierError ? err : new PierError('internal', 'internal error', 'internal');
+  const known = err instanceof PierError ? err : (pgErrorOf(err) ?? new PierError('internal', 'internal error', 'internal'));
   const metadata = new grpc.Metadata();
   metadata.set(ERROR_CODE_KEY, known.code);
   return { code: grpcStatusOf[known.kind], details: known.message, metadata };
@@ -70,11 +71,13 @@ export function call<Req, Res>(client: grpc.Client, method: string, req: Req, me
   });
 }
 
-export async function startGrpcServer(
-  host: string,
-  port: number,
-  services: { definition: grpc.ServiceDefinition; implementation: grpc.UntypedServiceImplementation }[],
-): Promise<{ server: grpc.Server; port: number }> {
+/** One gRPC service a server offers: the proto's definition and its handlers. */
+export interface GrpcServiceDefinition {
+  definition: grpc.ServiceDefinition;
+  implementation: grpc.UntypedServiceImplementation;
+}
+
+export async function startGrpcServer(host: string, port: number, services: GrpcServiceDefinition[]): Promise<{ server: grpc.Server; port: number }> {
   const server = new grpc.Server();
   for (const s of services) server.addService(s.definition, s.implementation);
   const bound = await new Promise<number>((resolve, reject) =>

@@ -5,6 +5,7 @@ import type { Logger } from './logger.ts';
 import { PierError, InputError, NotFoundError, ForbiddenError, errorBody, httpStatusOf } from './errors.ts';
 import { IDENTITY_HEADER, type Identity, type IdentityVerifier } from './identity.ts';
 import { requireRole, type Requirement } from './roles.ts';
+import { pgErrorOf } from './pg-errors.ts';
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 
@@ -240,6 +241,8 @@ export function errorHandler(logger: Logger) {
 
 function toPierError(err: unknown): PierError {
   if (err instanceof PierError) return err;
+  const fromPg = pgErrorOf(err);
+  if (fromPg) return fromPg;
   const e = err as { type?: string; status?: number; message?: string };
   if (e?.type === 'entity.parse.failed') return new InputError('malformed JSON body', 'malformed_json');
   if (e?.type === 'entity.too.large') return new PierError('invalid', 'request body too large', 'payload_too_large');

@@ -1,5 +1,17 @@
 import http from 'node:http';
 import type { Express } from 'express';
+import type { Knex } from 'knex';
+import { createDb, migrate, type Migration } from './db.ts';
+import { createLogger, type Logger } from './logger.ts';
+import { IdentityVerifier } from './identity.ts';
+import { OutboxRelay } from './outbox.ts';
+import { createServiceApp, type Route } from './http.ts';
+import { startGrpcServer, stopGrpcServer, type GrpcServiceDefinition } from './grpc.ts';
+
+// The one way a Pier service starts and stops. Every service's server.ts is a `wire`
+// function handed to startService; main.ts is runMain(start). Start-up that fails part way
+// stops what it had started, in reverse order, so a port in use or a bad key leaves no
+// pool, relay or timer behind.
 
 /** What every service's `start()` returns: where it listens and how to stop it. */
 export interface RunningService {
@@ -9,7 +21,148 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
-export async function listen(app: Express, port: number, host = '127.0.0.1'): Promise<{ server: http.Server; port: number }> {
+/** Things to stop, stopped in the reverse order they were started. */
+export class Lifecycle {
+  private readonly stops: { what: string; stop: () => unknown }[] = [];
+
+  constructor(private readonly log: Logger) {}
+
+  onStop(what: string, stop: () => unknown): void {
+    this.stops.push({ what, stop });
+  }
+
+  async stopAll(): Promise<void> {
+    for (const { what, stop } of this.stops.splice(0).reverse()) {
+      try {
+        await stop();
+      } catch (err) {
+        this.log.warn({ err: String(err), what }, 'error while stopping');
+      }
+    }
+  }
+}
+
+/** Background work a service owns (reconcilers, schedulers): started after wiring, stopped before the pool closes. */
+export interface Background {
+  start(): void;
+  stop(): Promise<void>;
+}
+
+/** The environment every service with a schema reads (kit's `serviceEnv`). */
+export interface ServiceBaseConfig {
+  PIER_DATABASE_URL: string;
+  PIER_NATS_URL: string;
+  PIER_IDENTITY_PUBLIC_KEY: string;
+  PIER_BIND_HOST: string;
+  PIER_LOG_LEVEL: string;
+}
+
+/** What the skeleton hands a service's wiring. */
+export interface ServiceRuntime {
+  logger: Logger;
+  /** A pool whose unqualified names resolve in the service's own schema, already migrated. */
+  db: Knex;
+  verifier: IdentityVerifier;
+  /** Already started; `relay.poke()` after a commit that wrote events publishes them now. */
+  relay: OutboxRelay;
+  onStop(what: string, stop: () => unknown): void;
+}
+
+export interface ServiceParts<Extra extends object> {
+  routes: Route[];
+  /** Checks for GET /healthz beyond the database's own `select 1`. */
+  health?: () => Promise<void>;
+  bodyLimit?: string;
+  grpc?: { port: number; services: GrpcServiceDefinition[] };
+  background?: Background[];
+  /** Extra members of the returned handle (levers for operators and tests). */
+  extra?: Extra;
+  /** Fields of the "listening" log line. */
+  describe?: Record<string, unknown>;
+}
+
+export interface ServiceSpec<Extra extends object> {
+  name: string;
+  config: ServiceBaseConfig;
+  httpPort: number;
+  schema: string;
+  migrations: Migration[];
+  /** Where log lines go; standard output when absent (tests capture them). */
+  logDestination?: NodeJS.WritableStream;
+  wire(rt: ServiceRuntime): Promise<ServiceParts<Extra>>;
+}
+
+/** config → database and migrations → identity → outbox relay → wiring → gRPC → background → HTTP. */
+export async function startService<Extra extends object = Record<never, never>>(spec: ServiceSpec<Extra>): Promise<RunningService & Extra> {
+  const { config } = spec;
+  const logger = createLogger(spec.name, config.PIER_LOG_LEVEL, spec.logDestination);
+  const life = new Lifecycle(logger);
+  try {
+    const db = createDb(config.PIER_DATABASE_URL, spec.schema);
+    life.onStop('database pool', () => db.destroy());
+    await migrate(db, spec.schema, spec.migrations);
+    const verifier = await IdentityVerifier.fromJwk(config.PIER_IDENTITY_PUBLIC_KEY);
+    const relay = new OutboxRelay(db, spec.name, config.PIER_NATS_URL, logger);
+    relay.start();
+    life.onStop('outbox relay', () => relay.stop());
+
+    const parts = await spec.wire({ logger, db, verifier, relay, onStop: (what, stop) => life.onStop(what, stop) });
+
+    let grpcPort: number | undefined;
+    if (parts.grpc) {
+      const grpc = await startGrpcServer(config.PIER_BIND_HOST, parts.grpc.port, parts.grpc.services);
+      life.onStop('gRPC server', () => stopGrpcServer(grpc.server));
+      grpcPort = grpc.port;
+    }
+    for (const work of parts.background ?? []) {
+      work.start();
+      life.onStop('background work', () => work.stop());
+    }
+    const app = createServiceApp({
+      service: spec.name,
+      logger,
+      verifier,
+      routes: parts.routes,
+      bodyLimit: parts.bodyLimit,
+      health: async () => {
+        await db.raw('select 1');
+        await parts.health?.();
+      },
+    });
+    const { server, port } = await listen(app, spec.httpPort, config.PIER_BIND_HOST);
+    life.onStop('HTTP server', () => close(server));
+    logger.info({ port, grpcPort, ...parts.describe }, `${spec.name} listening`);
+    return { name: spec.name, httpPort: port, grpcPort, stop: () => life.stopAll(), ...(parts.extra as Extra) };
+  } catch (err) {
+    await life.stopAll();
+    throw err;
+  }
+}
+
+/**
+ * A service process's main: starts it, stops it gracefully on SIGINT/SIGTERM, and turns a
+ * failed start (bad configuration, a port in use) into one line on stderr and exit code 1.
+ */
+export function runMain(name: string, start: () => Promise<RunningService>): void {
+  start().then(
+    (running) => {
+      const stop = () =>
+        void running.stop().then(
+          () => process.exit(0),
+          () => process.exit(1),
+        );
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+    },
+    (err: unknown) => {
+      process.stderr.write(`${name}: could not start: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}
+
+export async function listen(app: Express | http.RequestListener, port: number, host = '127.0.0.1'): Promise<{ server: http.Server; port: number }> {
+  // Longer keep-alive than the load balancers usually in front (60 s).
   const server = http.createServer({ keepAliveTimeout: 65_000 }, app);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -1,6 +1,6 @@
 import { describe, it, expect, inject } from 'vitest';
 import { createDb, migrate, type Migration } from '../src/index.ts';
-import { createTestDatabase } from '../src/testing/index.ts';
+import { createTestDatabase } from '@pier/testing';
 
 const migrations: Migration[] = [
   {

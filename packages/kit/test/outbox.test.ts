@@ -2,7 +2,7 @@ import { describe, it, expect, beforeAll, afterAll, inject } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { connect, type NatsConnection } from 'nats';
 import { createDb, migrate, createOutboxTable, writeEvent, OutboxRelay, ensureEventsStream, createLogger, type Knex } from '../src/index.ts';
-import { createTestDatabase, socketLink } from '../src/testing/index.ts';
+import { createTestDatabase, socketLink } from '@pier/testing';
 
 async function until(check: () => Promise<boolean> | boolean, ms = 15_000): Promise<void> {
   const end = Date.now() + ms;

@@ -5,7 +5,7 @@ import { PassThrough } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { generateIdentityKeys } from '@pier/kit';
-import { createTestDatabase } from '@pier/kit/testing';
+import { createTestDatabase } from '@pier/testing';
 import { readConfig, start, type RunningAuth } from '../src/index.ts';
 import { infra } from './harness.ts';
 

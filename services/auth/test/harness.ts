@@ -4,7 +4,7 @@ import path from 'node:path';
 import { inject } from 'vitest';
 import request from 'supertest';
 import { call, clientConstructor, generateIdentityKeys, grpc, importIdentityKey, signIdentity, IDENTITY_HEADER, type Identity } from '@pier/kit';
-import { createTestDatabase } from '@pier/kit/testing';
+import { createTestDatabase } from '@pier/testing';
 import { readConfig, start, type RunningAuth } from '../src/index.ts';
 import type { AuthenticateResponse } from '../src/domain/authenticate.ts';
 

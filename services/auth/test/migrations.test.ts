@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDb, migrate } from '@pier/kit';
-import { createTestDatabase } from '@pier/kit/testing';
+import { createTestDatabase } from '@pier/testing';
 import { migrations, SCHEMA } from '../src/store/migrations.ts';
 import { infra } from './harness.ts';
 

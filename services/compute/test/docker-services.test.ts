@@ -3,11 +3,11 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import pg from 'pg';
 import { connect, type NatsConnection, type Subscription } from 'nats';
-import { startCompute, until, cleanDocker, vpcContainers, docker, TINY_HTTP, EXITS, testUrls, type Compute } from './support.ts';
+import { startCompute, until, cleanDocker, vpcContainers, docker, TINY_HTTP, EXITS, type Compute } from './support.ts';
 import { createLogger } from '@pier/kit';
-import { socketLink } from '@pier/kit/testing';
+import { infra, socketLink } from '@pier/testing';
 import { DockerCluster } from '../src/cluster/docker.ts';
-import { UnconfiguredSecrets } from '../src/secrets-unconfigured.ts';
+import { UnconfiguredSecrets } from '../src/secrets/unconfigured.ts';
 
 let c: Compute;
 let nc: NatsConnection;
@@ -20,7 +20,7 @@ const dockerHost = `unix://${link.address}`;
 beforeAll(async () => {
   await link.up();
   c = await startCompute({ PIER_DOCKER_HOST: dockerHost });
-  nc = await connect({ servers: testUrls().nats });
+  nc = await connect({ servers: infra().natsUrl });
   events = nc.subscribe(`pier.events.${c.workspaceId}.${c.vpcId}.>`);
   void (async () => {
     for await (const m of events) seen.push(JSON.parse(new TextDecoder().decode(m.data)));
@@ -41,7 +41,7 @@ const settle = (id: string, want: string, ms = 30_000) => until(() => status(id)
 const containersOf = async (serviceId: string) => (await vpcContainers(c.vpcId)).filter((x) => x.Labels['pier.service'] === serviceId);
 
 async function rows(sql: string, params: unknown[] = []): Promise<any[]> {
-  const client = new pg.Client({ connectionString: c.adminUrl });
+  const client = new pg.Client({ connectionString: c.db.adminUrl });
   await client.connect();
   try {
     return (await client.query(sql, params)).rows;

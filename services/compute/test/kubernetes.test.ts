@@ -8,14 +8,14 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import pg from 'pg';
 import { createLogger, generateIdentityKeys, IDENTITY_HEADER, secretObjectName, vpcNamespace, UnavailableError, resourcesOf } from '@pier/kit';
-import { createTestDatabase, FakeKubernetes } from '@pier/kit/testing';
+import { createTestDatabase, FakeKubernetes, infra } from '@pier/testing';
 import * as secrets from '@pier/secrets';
 import { KubernetesCluster } from '../src/cluster/kubernetes.ts';
 import { desiredObjects, namespaceManifest, networkPolicyManifest } from '../src/cluster/kubernetes-manifests.ts';
-import type { ObserveTarget, WorkloadSpec } from '../src/cluster/port.ts';
+import type { ObserveTarget, WorkloadSpec } from '../src/domain/cluster-port.ts';
 import { configFromCreate, type CreateServiceInput } from '../src/domain/service-config.ts';
 import type { EnvEntry } from '../src/domain/env-vars.ts';
-import { startCompute, startSecretsFor, testUrls, until, type Compute, type TestDatabase } from './support.ts';
+import { startCompute, startSecretsFor, until, type Compute, type TestDatabase } from './support.ts';
 
 const log = createLogger('test', 'warn');
 let fake: FakeKubernetes;
@@ -196,7 +196,7 @@ describe('compute and secrets on kubernetes', () => {
   const VALUE = `k8s-${randomBytes(6).toString('hex')}`;
 
   beforeAll(async () => {
-    const { postgres } = testUrls();
+    const { postgresAdminUrl: postgres } = infra();
     db = await createTestDatabase(postgres);
     const keys = await generateIdentityKeys();
     storeDir = await mkdtemp(path.join(os.tmpdir(), 'pier-secrets-'));
@@ -270,7 +270,7 @@ describe('compute and secrets on kubernetes', () => {
       const res = await away.post(away.base, { name: 'nowhere', image: 'registry.example/x:1' });
       expect(res.status).toBe(503);
       expect(res.body.code).toBe('cluster_unavailable');
-      const client = new pg.Client({ connectionString: away.adminUrl });
+      const client = new pg.Client({ connectionString: away.db.adminUrl });
       await client.connect();
       const n = await client.query('select count(*)::int as n from compute.services');
       await client.end();

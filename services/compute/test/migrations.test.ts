@@ -1,15 +1,15 @@
 import { describe, it, expect, afterAll } from 'vitest';
 import { createDb, migrate } from '@pier/kit';
-import { createTestDatabase } from '@pier/kit/testing';
+import { createTestDatabase, infra } from '@pier/testing';
 import { migrations, SCHEMA } from '../src/store/migrations.ts';
-import { testUrls, type TestDatabase } from './support.ts';
+import { type TestDatabase } from './support.ts';
 
 let db: TestDatabase | undefined;
 afterAll(async () => db?.drop());
 
 describe('compute migrations', () => {
   it('migrate up, down and up again in compute\'s own schema, as compute\'s own role', async () => {
-    db = await createTestDatabase(testUrls().postgres);
+    db = await createTestDatabase(infra().postgresAdminUrl);
     const knex = createDb(db.urls.compute, SCHEMA);
     try {
       const tables = async () =>

@@ -3,8 +3,8 @@
 import { describe, it, expect, afterAll } from 'vitest';
 import pg from 'pg';
 import { generateIdentityKeys } from '@pier/kit';
-import { createTestDatabase } from '@pier/kit/testing';
-import { startCompute, testUrls, until, cleanDocker, vpcContainers, docker, TINY_HTTP, type Compute, type TestDatabase } from './support.ts';
+import { createTestDatabase, infra } from '@pier/testing';
+import { startCompute, until, cleanDocker, vpcContainers, docker, TINY_HTTP, type Compute, type TestDatabase } from './support.ts';
 
 let db: TestDatabase;
 const started: Compute[] = [];
@@ -28,7 +28,7 @@ async function sql(query: string, params: unknown[] = []): Promise<any[]> {
 
 describe('recovery at start-up', () => {
   it('drops an unfinished create and finishes a pending rollout', async () => {
-    db = await createTestDatabase(testUrls().postgres);
+    db = await createTestDatabase(infra().postgresAdminUrl);
     const keys = await generateIdentityKeys();
     const first = await startCompute({}, { db, keys });
     started.push(first);

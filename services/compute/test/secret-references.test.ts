@@ -7,9 +7,9 @@ import path from 'node:path';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { generateIdentityKeys, IDENTITY_HEADER } from '@pier/kit';
-import { createTestDatabase } from '@pier/kit/testing';
+import { createTestDatabase, infra } from '@pier/testing';
 import * as secrets from '@pier/secrets';
-import { startCompute, startSecretsFor, until, cleanDocker, vpcContainers, testUrls, TINY_HTTP, type Compute, type TestDatabase } from './support.ts';
+import { startCompute, startSecretsFor, until, cleanDocker, vpcContainers, TINY_HTTP, type Compute, type TestDatabase } from './support.ts';
 
 const VALUE = `s3cret-${randomBytes(8).toString('hex')}`;
 let db: TestDatabase;
@@ -19,7 +19,7 @@ let storeDir: string;
 let secretsUrl: string;
 
 beforeAll(async () => {
-  const { postgres } = testUrls();
+  const { postgresAdminUrl: postgres } = infra();
   db = await createTestDatabase(postgres);
   const keys = await generateIdentityKeys();
   storeDir = await mkdtemp(path.join(os.tmpdir(), 'pier-secrets-'));

@@ -7,7 +7,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { vpcNamespace } from '@pier/kit';
 import { KubernetesCluster } from '../src/cluster/kubernetes.ts';
 import type { ClusterDatabase } from '../src/cluster/port.ts';
-import { FakeKubernetes, KINDS } from '@pier/kit/testing';
+import { FakeKubernetes, KINDS } from '@pier/testing';
 import { startDatabases, type Harness } from './support.ts';
 
 const DOMAINS = { postgresql: 'pg.example.com', mysql: 'my.example.com' };

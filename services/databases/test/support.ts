@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { inject } from 'vitest';
 import { generateIdentityKeys, importIdentityKey, signIdentity, vpcNetwork, type RunningService } from '@pier/kit';
-import { createTestDatabase } from '@pier/kit/testing';
+import { createTestDatabase } from '@pier/testing';
 import { readConfig, start, type StartOptions } from '../src/index.ts';
 
 /** The suite's PostgreSQL and NATS (global setup), or servers named in the environment. */

@@ -2,7 +2,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IDENTITY_HEADER, secretObjectName, vpcNamespace } from '@pier/kit';
 import { Secret } from 'kubernetes-models/v1';
-import { FakeKubernetes } from '@pier/kit/testing';
+import { FakeKubernetes } from '@pier/testing';
 import { SecretsClient } from '../src/index.ts';
 import { secretManifest } from '../src/cluster/kubernetes.ts';
 import { adminQuery, closedPort, encodingsOf, findInDatabase, secretRows, startSecrets, type Harness } from './support.ts';

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeConfig } from '@kubernetes/client-node';
 import { secretObjectName, vpcNamespace } from '@pier/kit';
 import { kubeConfigFrom } from '@pier/kit/kubernetes';
-import { FakeKubernetes } from '@pier/kit/testing';
+import { FakeKubernetes } from '@pier/testing';
 import { KubernetesSecretStore } from '../src/cluster/kubernetes.ts';
 import { closedPort } from './support.ts';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, migrate, type Knex } from '@pier/kit';
-import { createTestDatabase } from '@pier/kit/testing';
+import { createTestDatabase } from '@pier/testing';
 import { migrations, SCHEMA } from '../src/store/migrations.ts';
 import { infra } from './support.ts';
 

@@ -8,7 +8,7 @@ import pg from 'pg';
 import { connect, DeliverPolicy } from 'nats';
 import { inject } from 'vitest';
 import { generateIdentityKeys, importIdentityKey, signIdentity, SERVICE_ISSUER, type Role } from '@pier/kit';
-import { createTestDatabase } from '@pier/kit/testing';
+import { createTestDatabase } from '@pier/testing';
 import { readConfig, start, type RunningSecrets, type StartOptions } from '../src/index.ts';
 
 /** The suite's PostgreSQL and NATS (global setup), or containers named in the environment. */

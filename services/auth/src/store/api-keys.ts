@@ -29,7 +29,7 @@ export class ApiKeyStore {
         .returning<ApiKeyRow[]>(columns);
       return created!;
     } catch (err) {
-      translatePgError(err, `an API key named "${row.name}" already exists in this workspace`);
+      translatePgError(err, { unique: `an API key named "${row.name}" already exists in this workspace` });
     }
   }
 

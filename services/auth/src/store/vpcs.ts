@@ -11,7 +11,7 @@ export class VpcStore {
       const [created] = await this.db('vpcs').insert(row).returning<VpcRow[]>('*');
       return created!;
     } catch (err) {
-      translatePgError(err, `a VPC named "${row.name}" already exists in this workspace`);
+      translatePgError(err, { unique: `a VPC named "${row.name}" already exists in this workspace` });
     }
   }
 

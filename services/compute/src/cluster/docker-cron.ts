@@ -2,8 +2,8 @@ import type Docker from 'dockerode';
 import { Periodic, type Logger } from '@pier/kit';
 import { lastFireTime } from '../domain/cron-schedule.ts';
 import { KIND_SERVICE, LABEL, containerName } from './docker-labels.ts';
-import type { DockerCluster } from './docker.ts';
-import { WorkloadRejectedError } from './port.ts';
+import type { DockerEngine } from './docker-engine.ts';
+import { WorkloadRejectedError } from '../domain/cluster-port.ts';
 
 /** A tick missed by more than this (compute was down) is skipped, like a CronJob's startingDeadlineSeconds. */
 export const STARTING_DEADLINE_MS = 120_000;
@@ -23,7 +23,7 @@ export class CronScheduler {
   private readonly passes: Periodic;
 
   constructor(
-    private readonly cluster: DockerCluster,
+    private readonly engine: DockerEngine,
     private readonly log: Logger,
     intervalMs = 5_000,
   ) {
@@ -40,14 +40,14 @@ export class CronScheduler {
 
   /** One pass at time `now`: starts every due run. Returns the ids of the containers started. */
   async tick(now: Date): Promise<string[]> {
-    const docker = this.cluster.docker;
-    const all = await this.cluster.call('container list', () =>
+    const docker = this.engine.docker;
+    const all = await this.engine.call('container list', () =>
       docker.listContainers({
         all: true,
         filters: JSON.stringify({ label: [`${LABEL.managed}=true`, `${LABEL.kind}=${KIND_SERVICE}`, LABEL.cronSchedule] }),
       }),
     );
-    const runs = await this.cluster.call('container list', () =>
+    const runs = await this.engine.call('container list', () =>
       docker.listContainers({
         all: true,
         filters: JSON.stringify({ label: [`${LABEL.managed}=true`, `${LABEL.kind}=${KIND_SERVICE}`, `${LABEL.role}=run`] }),
@@ -61,7 +61,7 @@ export class CronScheduler {
       try {
         const id = await this.runIfDue(template, mine, now);
         if (id) started.push(id);
-        for (const old of mine.slice(RUNS_KEPT).filter((r) => r.State !== 'running')) await this.cluster.remove(old.Id);
+        for (const old of mine.slice(RUNS_KEPT).filter((r) => r.State !== 'running')) await this.engine.removeContainer(old.Id);
       } catch (err) {
         this.log.warn({ err: String(err), service: template.Labels[LABEL.service] }, 'cron run failed to start');
       }
@@ -82,8 +82,8 @@ export class CronScheduler {
       this.log.info({ service: template.Labels[LABEL.service] }, 'cron tick skipped: the previous run is still going');
       return undefined;
     }
-    const docker = this.cluster.docker;
-    const definition = await this.cluster.call('container inspect', () => docker.getContainer(template.Id).inspect());
+    const docker = this.engine.docker;
+    const definition = await this.engine.call('container inspect', () => docker.getContainer(template.Id).inspect());
     const labels: Record<string, string> = { ...definition.Config.Labels, [LABEL.role]: 'run', [LABEL.cronDue]: String(due.getTime()) };
     delete labels[LABEL.cronSchedule];
     const network = definition.HostConfig.NetworkMode ?? '';
@@ -102,14 +102,14 @@ export class CronScheduler {
       HostConfig: definition.HostConfig,
       NetworkingConfig: { EndpointsConfig: { [network]: { Aliases: [serviceName] } } },
     };
-    const created = await this.cluster
+    const created = await this.engine
       .call('container create', () => docker.createContainer(options))
       .catch((err: unknown) => {
         if (err instanceof WorkloadRejectedError && /already in use/.test(err.message)) return undefined;
         throw err;
       });
     if (!created) return undefined;
-    await this.cluster.call('container start', () => created.start());
+    await this.engine.call('container start', () => created.start());
     this.log.info({ service: labels[LABEL.service], due: due.toISOString() }, 'cron run started');
     return created.id;
   }

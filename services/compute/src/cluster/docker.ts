@@ -2,10 +2,11 @@ import Docker from 'dockerode';
 import { dockerLimits, UnavailableError, vpcNetwork, type Logger } from '@pier/kit';
 import { ensureVpcNetwork } from '@pier/kit/docker';
 import { isReference, referencesOf } from '../domain/env-vars.ts';
-import { referenceKey, type SecretsPort } from '../secrets-port.ts';
-import { WorkloadRejectedError, type ClusterPort, type ObserveResult, type ObserveTarget, type VpcScope, type WorkloadRef, type WorkloadSpec } from './port.ts';
+import { referenceKey, type SecretsPort } from '../domain/secrets-port.ts';
+import { WorkloadRejectedError, type ClusterPort, type ObserveResult, type ObserveTarget, type VpcScope, type WorkloadRef, type WorkloadSpec } from '../domain/cluster-port.ts';
 import { judge, MIN_READY_MS, type ReplicaUnit } from './replicas.ts';
 import { HealthProber } from './docker-health.ts';
+import { DockerEngine } from './docker-engine.ts';
 import { CronScheduler } from './docker-cron.ts';
 import { KIND_SERVICE, LABEL, containerName, volumeName, type DockerRole } from './docker-labels.ts';
 import type { Observation } from '../domain/status.ts';
@@ -28,29 +29,6 @@ export interface DockerClusterOptions {
   cronIntervalMs?: number;
 }
 
-/** dockerode options for a `unix://` or `tcp://` address. */
-export function dockerOptions(host: string | undefined, timeoutMs: number): Docker.DockerOptions {
-  const address = host ?? 'unix:///var/run/docker.sock';
-  if (address.startsWith('unix://')) return { socketPath: address.slice('unix://'.length), timeout: timeoutMs };
-  const url = new URL(address.replace(/^tcp:/, 'http:'));
-  return { host: url.hostname, port: Number(url.port || 2375), protocol: 'http', timeout: timeoutMs };
-}
-
-const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOENT', 'EACCES', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ESOCKETTIMEDOUT']);
-
-/** Engine API failures in our terms: unreachable is the caller's 503; everything else is the workload's. */
-export function dockerError(err: unknown, what: string): Error {
-  const e = err as { code?: string; statusCode?: number; json?: { message?: string }; reason?: string; message?: string };
-  if (e?.code && UNREACHABLE.has(e.code)) return new UnavailableError(`the cluster cannot be reached (docker: ${e.code})`, 'cluster_unavailable');
-  if (e?.message?.includes('timeout')) return new UnavailableError(`the cluster did not answer in time (docker ${what})`, 'cluster_unavailable');
-  const message = e?.json?.message ?? e?.reason ?? e?.message ?? String(err);
-  return new WorkloadRejectedError(`docker ${what}: ${message}`);
-}
-
-function statusCode(err: unknown): number | undefined {
-  return (err as { statusCode?: number })?.statusCode;
-}
-
 /** The exit code in a listing's Status (`Exited (137) 3 seconds ago`, `Restarting (1) ...`). */
 function exitCodeOf(status: string): string {
   return /\((-?\d+)\)/.exec(status)?.[1] ?? '?';
@@ -58,27 +36,20 @@ function exitCodeOf(status: string): string {
 
 export class DockerCluster implements ClusterPort {
   readonly kind = 'docker' as const;
-  readonly docker: Docker;
+  private readonly engine: DockerEngine;
+  private readonly docker: Docker;
   private readonly prober = new HealthProber();
   private readonly cron: CronScheduler;
   private cpus?: number;
-  /** Engine API requests made so far (benchmarks read it; each observeMany reports its own). */
-  calls = 0;
 
   constructor(private readonly opts: DockerClusterOptions) {
-    this.docker = new Docker(dockerOptions(opts.host, opts.timeoutMs ?? 15_000));
-    this.cron = new CronScheduler(this, opts.logger, opts.cronIntervalMs);
+    this.engine = new DockerEngine(opts.host, opts.timeoutMs ?? 15_000);
+    this.docker = this.engine.docker;
+    this.cron = new CronScheduler(this.engine, opts.logger, opts.cronIntervalMs);
   }
 
-  /** Every Engine API call goes through here: counted (also on `tally`, one operation's own count), and its failure translated. */
-  async call<T>(what: string, fn: () => Promise<T>, tally?: { calls: number }): Promise<T> {
-    this.calls++;
-    if (tally) tally.calls++;
-    try {
-      return await fn();
-    } catch (err) {
-      throw dockerError(err, what);
-    }
+  private call<T>(what: string, fn: () => Promise<T>, tally?: { calls: number }): Promise<T> {
+    return this.engine.call(what, fn, tally);
   }
 
   /** The scheduler that runs cron services' containers on time (see docker-cron.ts). */
@@ -167,12 +138,7 @@ export class DockerCluster implements ClusterPort {
 
   async delete(ref: WorkloadRef): Promise<void> {
     for (const c of await this.listService(ref.serviceId)) await this.remove(c.Id);
-    this.calls++;
-    try {
-      await this.docker.getVolume(volumeName(ref.serviceId)).remove();
-    } catch (err) {
-      if (statusCode(err) !== 404) throw dockerError(err, 'volume remove');
-    }
+    await this.engine.removeVolume(volumeName(ref.serviceId));
   }
 
   /** Every container of one service (all states). */
@@ -182,16 +148,9 @@ export class DockerCluster implements ClusterPort {
     );
   }
 
-  async remove(id: string): Promise<void> {
+  private async remove(id: string): Promise<void> {
     this.prober.forget(id);
-    this.calls++;
-    try {
-      await this.docker.getContainer(id).remove({ force: true, v: false });
-    } catch (err) {
-      // Gone already, or already being removed by an earlier attempt: both are the goal.
-      const code = statusCode(err);
-      if (code !== 404 && code !== 409) throw dockerError(err, 'container remove');
-    }
+    await this.engine.removeContainer(id);
   }
 
   private async unitOf(c: Docker.ContainerInfo, t: ObserveTarget, network: string): Promise<ReplicaUnit> {

@@ -1,7 +1,7 @@
 import type { Logger } from '@pier/kit';
 import type { ComputeConfig } from '../config.ts';
-import type { SecretsPort } from '../secrets-port.ts';
-import type { ClusterPort } from './port.ts';
+import type { SecretsPort } from '../domain/secrets-port.ts';
+import type { ClusterPort } from '../domain/cluster-port.ts';
 import { DockerCluster } from './docker.ts';
 import { KubernetesCluster } from './kubernetes.ts';
 

@@ -2,7 +2,7 @@
 // tests validate them against the Kubernetes schemas.
 import { secretObjectName, vpcNamespace } from '@pier/kit';
 import { isReference } from '../domain/env-vars.ts';
-import type { VpcScope, WorkloadRef, WorkloadSpec } from './port.ts';
+import type { VpcScope, WorkloadRef, WorkloadSpec } from '../domain/cluster-port.ts';
 
 export const K8S_LABEL = {
   managedBy: 'app.kubernetes.io/managed-by',

@@ -3,7 +3,7 @@ import { KubeConfig, KubernetesObjectApi, PatchStrategy, VersionApi, type Kubern
 import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
 import { UnavailableError, vpcNamespace, type Logger } from '@pier/kit';
 import { kubeConfigFrom, kubernetesApiConfiguration } from '@pier/kit/kubernetes';
-import { WorkloadRejectedError, type ClusterPort, type ObserveResult, type ObserveTarget, type VpcScope, type WorkloadRef, type WorkloadSpec } from './port.ts';
+import { WorkloadRejectedError, type ClusterPort, type ObserveResult, type ObserveTarget, type VpcScope, type WorkloadRef, type WorkloadSpec } from '../domain/cluster-port.ts';
 import { judge, MIN_READY_MS, type ReplicaUnit } from './replicas.ts';
 import { K8S_LABEL, POD_SELECTOR, desiredObjects, namespaceManifest, networkPolicyManifest, ownedObjects, type Manifest } from './kubernetes-manifests.ts';
 import type { Observation } from '../domain/status.ts';
@@ -115,6 +115,11 @@ export class KubernetesCluster implements ClusterPort {
   static fromKubeconfig(path: string | undefined, log: Logger): KubernetesCluster {
     return new KubernetesCluster(kubeConfigFrom(path), log);
   }
+
+  /** Nothing runs in the background: CronJobs and the Deployment controller live in the cluster. */
+  start(): void {}
+
+  async stop(): Promise<void> {}
 
   private async call<T>(what: string, fn: () => Promise<T>, tally?: { calls: number }): Promise<T> {
     this.calls++;

@@ -1,7 +1,7 @@
 // Both adapters read a service's state from its smallest running units — Docker
 // containers, Kubernetes pods — and judge them by the same rules, here.
 import type { Observation } from '../domain/status.ts';
-import type { ObserveTarget } from './port.ts';
+import type { ObserveTarget } from '../domain/cluster-port.ts';
 
 /**
  * A replica with no health probe counts as ready once it has kept running this long, so

@@ -1,10 +1,10 @@
 import { ConflictError, NotFoundError, isUuid, resourcesOf, type Logger } from '@pier/kit';
-import type { ClusterPort, ObserveTarget, WorkloadRef, WorkloadSpec } from '../cluster/port.ts';
-import type { SecretsPort } from '../secrets-port.ts';
+import type { ClusterPort, ObserveTarget, WorkloadRef, WorkloadSpec } from './cluster-port.ts';
+import type { SecretsPort } from './secrets-port.ts';
 import type { ComputeStore } from '../store/store.ts';
 import type { Deployment, Scope, Service } from './records.ts';
 import type { EnvEntry } from './env-vars.ts';
-import { KeyedMutex } from './locks.ts';
+import type { KeyedMutex } from '@pier/kit';
 import type { DeploymentState } from './status.ts';
 
 /** What every use case works with. Built once in server.ts; no globals. */

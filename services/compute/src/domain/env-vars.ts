@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { InputError, isUuid } from '@pier/kit';
-import type { SecretReference, ReferenceProblem } from '../secrets-port.ts';
+import type { SecretReference, ReferenceProblem } from './secrets-port.ts';
 
 /** POSIX-portable names: what every shell, Docker and Kubernetes accept alike. */
 const KEY_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;

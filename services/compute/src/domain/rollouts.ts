@@ -7,8 +7,8 @@
 // status and the events. An unreachable cluster deletes the pending row (503, nothing
 // written); a crash in between leaves the pending row, which recovery finishes.
 import { type Logger } from '@pier/kit';
-import { WorkloadRejectedError } from '../cluster/port.ts';
-import { MissingSecretError } from '../secrets-port.ts';
+import { WorkloadRejectedError } from './cluster-port.ts';
+import { MissingSecretError } from './secrets-port.ts';
 import type { ComputeStore } from '../store/store.ts';
 import { events } from './events.ts';
 import { referencesOf, type EnvEntry } from './env-vars.ts';

@@ -1,6 +1,6 @@
 // Service lifecycle: create, read (with live status), update, delete.
 import { ConflictError, UnavailableError } from '@pier/kit';
-import { WorkloadRejectedError } from '../cluster/port.ts';
+import { WorkloadRejectedError } from './cluster-port.ts';
 import { events } from './events.ts';
 import { configFromCreate, configFromPatch, workloadChanged, type CreateServiceInput, type PatchServiceInput, type ServiceConfig } from './service-config.ts';
 import { decodeCursor, toPage, DEFAULT_LIMIT } from './pagination.ts';

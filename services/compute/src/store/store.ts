@@ -100,7 +100,7 @@ export class KnexComputeStore implements ComputeStore {
       const [r] = await this.db('services').insert(serviceValues({ ...row, provisioned: false })).returning('*');
       return serviceRow(r);
     } catch (err) {
-      return translatePgError(err, `a service named "${row.name}" already exists in this VPC`);
+      return translatePgError(err, { unique: `a service named "${row.name}" already exists in this VPC` });
     }
   }
 

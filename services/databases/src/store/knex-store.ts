@@ -166,7 +166,7 @@ export class KnexDatabasesStore implements DatabasesStore {
       const [row] = await this.db('allowlist_rules').insert({ database_id: databaseId, cidr, description }).returning('*');
       return ruleFromRow(row);
     } catch (err) {
-      translatePgError(err, `the allowlist already has a rule for ${cidr}`);
+      translatePgError(err, { unique: `the allowlist already has a rule for ${cidr}` });
     }
   }
 
@@ -183,7 +183,7 @@ export class KnexDatabasesStore implements DatabasesStore {
 function translateConstraint(err: unknown): never {
   const e = err as { code?: string; constraint?: string };
   if (e?.code === '23505' && e.constraint === 'databases_short_id_live') throw new ShortIdTaken();
-  translatePgError(err, 'a database with this name already exists in the VPC');
+  translatePgError(err, { unique: 'a database with this name already exists in the VPC' });
 }
 
 /** Two live databases drew UUIDs with the same first 8 characters: draw again. */

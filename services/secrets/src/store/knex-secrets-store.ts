@@ -40,7 +40,7 @@ export class KnexSecretsStore implements SecretsStore {
         .returning(COLUMNS);
       return toRecord(row as Row);
     } catch (err) {
-      translatePgError(err, `a secret named ${name} already exists in this VPC`);
+      translatePgError(err, { unique: `a secret named ${name} already exists in this VPC` });
     }
   }
 

@@ -2,12 +2,12 @@
 // half done. Each pass is idempotent, so a pass that fails (the cluster is away) is simply
 // tried again at the next.
 import { Periodic, type Logger } from '@pier/kit';
-import type { ComputeContext } from './domain/context.ts';
-import type { Service } from './domain/records.ts';
-import { refreshStatuses } from './domain/live-status.ts';
-import { teardown } from './domain/services.ts';
-import { finishPendingRollouts } from './domain/rollouts.ts';
-import { refOf } from './domain/context.ts';
+import type { ComputeContext } from './context.ts';
+import type { Service } from './records.ts';
+import { refreshStatuses } from './live-status.ts';
+import { teardown } from './services.ts';
+import { finishPendingRollouts } from './rollouts.ts';
+import { refOf } from './context.ts';
 
 /** A pending row younger than this may belong to a request still in flight. */
 const PENDING_GRACE_MS = 120_000;

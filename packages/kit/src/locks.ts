@@ -1,8 +1,10 @@
 /**
- * One operation at a time per service within this process: a deploy, an env change and a
- * delete of the same service queue behind each other, so each sees the last one's result.
- * (The row lock taken when committing covers a second compute instance's writes, not its
- * cluster calls; compute runs as one instance per cluster.)
+ * One operation at a time per resource within this process: a deploy, an env change and a
+ * delete of the same service (or a resize and an allowlist change of the same database)
+ * queue behind each other, so each sees the last one's result and the cluster is never
+ * asked for two states of one resource at once. A row lock would hold a pooled connection
+ * for the whole cluster call; this holds nothing but a promise. (A second instance of the
+ * service is not covered: compute and databases run one instance per cluster.)
  */
 export class KeyedMutex {
   private readonly tails = new Map<string, Promise<unknown>>();

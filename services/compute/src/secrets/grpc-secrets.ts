@@ -1,8 +1,8 @@
 import { PierError } from '@pier/kit';
 import { SecretsClient } from '@pier/secrets';
-import type { ComputeConfig } from './config.ts';
-import { MissingSecretError, referenceKey, type SecretReference, type SecretScope, type SecretsPort, type ReferenceProblem } from './secrets-port.ts';
-import { UnconfiguredSecrets } from './secrets-unconfigured.ts';
+import type { ComputeConfig } from '../config.ts';
+import { MissingSecretError, referenceKey, type SecretReference, type SecretScope, type SecretsPort, type ReferenceProblem } from '../domain/secrets-port.ts';
+import { UnconfiguredSecrets } from './unconfigured.ts';
 
 /** The secrets service's gRPC (CheckReferences / ResolveReferences) as compute's SecretsPort. */
 export class GrpcSecrets implements SecretsPort {

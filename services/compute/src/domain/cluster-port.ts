@@ -1,13 +1,14 @@
 // The cluster as compute sees it, after crossplane's managed-resource contract: `observe`
 // says whether a service's workload exists and what state it is in; `apply` and `delete`
 // are idempotent, so a retry after a crash or a timeout is always safe. Two adapters:
-// docker.ts (one machine) and kubernetes.ts.
-import type { EnvEntry } from '../domain/env-vars.ts';
-import type { ServiceConfig } from '../domain/service-config.ts';
+// cluster/docker.ts (one machine) and cluster/kubernetes.ts. The domain defines it; the
+// adapters implement it.
+import type { EnvEntry } from './env-vars.ts';
+import type { ServiceConfig } from './service-config.ts';
 import type { InstanceResources } from '@pier/kit';
-import type { Observation } from '../domain/status.ts';
+import type { Observation } from './status.ts';
 
-export type { Observation, Phase } from '../domain/status.ts';
+export type { Observation, Phase } from './status.ts';
 
 export interface VpcScope {
   workspaceId: string;
@@ -59,9 +60,9 @@ export interface ClusterPort {
   observeMany(scope: VpcScope, targets: ObserveTarget[]): Promise<ObserveResult>;
   /** Removes everything of the service, its volume included. Removing what is not there succeeds. */
   delete(ref: WorkloadRef): Promise<void>;
-  /** Background work the adapter owns (the docker adapter's cron scheduler). */
-  start?(): void;
-  stop?(): Promise<void>;
+  /** Background work the adapter owns (the docker adapter's cron scheduler); may do nothing. */
+  start(): void;
+  stop(): Promise<void>;
 }
 
 /**

@@ -116,9 +116,8 @@ function checkDeployment(body: Obj): void {
 
 // ---------- custom resources ----------
 
-/** The operators' CRDs sit beside the repository (../shared/crds), as on CI. */
-const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../..');
-export const CRDS_DIR = path.resolve(REPO_ROOT, '../shared/crds');
+/** The operators' CRDs, kept in the repository with their versions and sources (deploy/crds/README.md). */
+export const CRDS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../deploy/crds');
 
 /**
  * The API server prunes fields a structural schema does not declare; validating with

@@ -1,0 +1,9 @@
+// Test doubles and harnesses: imported by tests and benchmarks only. Production code may
+// not import this package (ESLint's no-restricted-imports enforces it in every src/).
+export * from './database.ts';
+export * from './harness.ts';
+export * from './events.ts';
+export * from './docker.ts';
+export * from './fake-kubernetes.ts';
+export * from './socket-link.ts';
+export * from './process.ts';

@@ -1,0 +1,69 @@
+// A service as its own process, as in production, so a test can kill it for real
+// (SIGKILL at a crash point, see kit's crashPoint) and start it again on the same database.
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { RunningService } from '@pier/kit';
+
+const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const TSX = path.join(REPO_ROOT, 'node_modules/.bin/tsx');
+
+export interface ServiceProcess extends RunningService {
+  child: ChildProcess;
+  /** Everything the process wrote (its JSON log lines), for assertions and failure messages. */
+  output(): string;
+  /** Resolves with the exit code (or the signal's name) once the process has ended. */
+  exited: Promise<number | string>;
+}
+
+/**
+ * Runs `services/<service>/src/main.ts` with `env` (merged over this process's), and
+ * resolves once its "listening" log line names the HTTP port. `env` must set the port
+ * variable to 0 or a free port, and PIER_LOG_LEVEL to at least `info`.
+ */
+export async function spawnService(service: string, env: Record<string, string>, timeoutMs = 30_000): Promise<ServiceProcess> {
+  const child = spawn(TSX, [path.join(REPO_ROOT, `services/${service}/src/main.ts`)], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code ?? -1)));
+  const ports = new Promise<{ http: number; grpc?: number }>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${service} did not report listening within ${timeoutMs} ms:\n${out}`)), timeoutMs);
+    const onData = (chunk: Buffer) => {
+      out += chunk.toString();
+      for (const line of out.split('\n')) {
+        if (!line.includes('listening')) continue;
+        try {
+          const parsed = JSON.parse(line) as { port?: number; grpcPort?: number };
+          if (typeof parsed.port === 'number') {
+            clearTimeout(timer);
+            resolve({ http: parsed.port, grpc: parsed.grpcPort });
+          }
+        } catch {
+          // not a JSON line
+        }
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    void exited.then((how) => {
+      clearTimeout(timer);
+      reject(new Error(`${service} exited (${how}) before listening:\n${out}`));
+    });
+  });
+  const { http, grpc } = await ports;
+  return {
+    name: service,
+    httpPort: http,
+    grpcPort: grpc,
+    child,
+    output: () => out,
+    exited,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
