@@ -12,8 +12,8 @@ export const MAX_LIMIT = 200;
 
 /** The query parameters of every list; routes extend it with their own filters. */
 export const pageQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(MAX_LIMIT).default(DEFAULT_LIMIT),
-  cursor: z.string().max(200).optional(),
+  limit: z.coerce.number().int().min(1).max(MAX_LIMIT).default(DEFAULT_LIMIT).describe(`Page size, 1-${MAX_LIMIT} (default ${DEFAULT_LIMIT})`),
+  cursor: z.string().max(200).optional().describe('`next_cursor` of the previous page'),
 });
 
 export interface PageRequest {

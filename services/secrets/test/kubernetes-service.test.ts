@@ -31,7 +31,7 @@ describe('secrets on kubernetes', () => {
     const value = `k8s-canary-${crypto.randomUUID()}`;
     const res = await request(h.url)
       .post(h.base)
-      .set(IDENTITY_HEADER, await h.as('owner'))
+      .set(IDENTITY_HEADER, await h.token('owner'))
       .send({ name: 'stripe', values: { STRIPE_KEY: value } });
     expect(res.status).toBe(201);
     expect(res.body.keys).toEqual(['STRIPE_KEY']);
@@ -53,9 +53,9 @@ describe('secrets on kubernetes', () => {
       client.close();
     }
 
-    const list = await request(h.url).get(h.base).set(IDENTITY_HEADER, await h.as('viewer'));
+    const list = await request(h.url).get(h.base).set(IDENTITY_HEADER, await h.token('viewer'));
     expect(list.body.items.map((i: { id: string }) => i.id)).toEqual([res.body.id]);
-    await request(h.url).delete(`${h.base}/${res.body.id}`).set(IDENTITY_HEADER, await h.as('admin')).expect(204);
+    await request(h.url).delete(`${h.base}/${res.body.id}`).set(IDENTITY_HEADER, await h.token('admin')).expect(204);
     expect(fake.get('v1', 'Secret', ns(), secretObjectName(res.body.id))).toBeUndefined();
   });
 
@@ -87,7 +87,7 @@ describe('secrets on kubernetes', () => {
     try {
       const res = await request(h.url)
         .post(h.base)
-        .set(IDENTITY_HEADER, await h.as('admin'))
+        .set(IDENTITY_HEADER, await h.token('admin'))
         .send({ name: 'unreachable', values: { K: 'v' } });
       expect(res.status).toBe(503);
       expect(res.body).toEqual({ error: "the cluster's secret store cannot be reached; nothing was written", code: 'cluster_unavailable' });
@@ -99,7 +99,7 @@ describe('secrets on kubernetes', () => {
     }
     const again = await request(h.url)
       .post(h.base)
-      .set(IDENTITY_HEADER, await h.as('admin'))
+      .set(IDENTITY_HEADER, await h.token('admin'))
       .send({ name: 'unreachable', values: { K: 'v' } });
     expect(again.status).toBe(201);
   });

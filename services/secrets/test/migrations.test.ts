@@ -28,7 +28,7 @@ describe('secrets migrations', () => {
       (r: { column_name: string }) => r.column_name,
     );
     // No column could hold a value.
-    expect(columns.sort()).toEqual(['created_at', 'id', 'keys', 'name', 'seq', 'state', 'updated_at', 'vpc_id', 'workspace_id']);
+    expect(columns.sort()).toEqual(['created_at', 'id', 'keys', 'name', 'state', 'updated_at', 'vpc_id', 'workspace_id']);
     await migrate(knex, SCHEMA, migrations, 'down');
     expect(await tables()).toEqual(['migrations', 'migrations_lock']);
     await migrate(knex, SCHEMA, migrations, 'up');

@@ -36,7 +36,7 @@ describe('crash reconciliation', () => {
   afterAll(() => h?.stop());
 
   it('undoes abandoned creates, finishes abandoned deletes, sweeps orphans, and leaves in-flight work alone', async () => {
-    const live = await request(h.url).post(h.base).set(IDENTITY_HEADER, await h.as('admin')).send({ name: 'live', values: { K: 'v' } });
+    const live = await request(h.url).post(h.base).set(IDENTITY_HEADER, await h.token('admin')).send({ name: 'live', values: { K: 'v' } });
     expect(live.status).toBe(201);
 
     // Crashed after the store write, before marking ready.
@@ -57,15 +57,15 @@ describe('crash reconciliation', () => {
     await put(inFlight, 'in-flight');
 
     // Pending records are invisible to the API.
-    const viewer = await h.as('viewer');
+    const viewer = await h.token('viewer');
     const list = await request(h.url).get(h.base).set(IDENTITY_HEADER, viewer);
     expect(list.body.items.map((i: { name: string }) => i.name)).toEqual(['live']);
     for (const id of [createdThenCrashed, deletingWithValues, inFlight]) {
       expect((await request(h.url).get(`${h.base}/${id}`).set(IDENTITY_HEADER, viewer)).status).toBe(404);
-      expect((await request(h.url).delete(`${h.base}/${id}`).set(IDENTITY_HEADER, await h.as('admin'))).status).toBe(404);
+      expect((await request(h.url).delete(`${h.base}/${id}`).set(IDENTITY_HEADER, await h.token('admin'))).status).toBe(404);
     }
     // A pending record still holds its name.
-    const taken = await request(h.url).post(h.base).set(IDENTITY_HEADER, await h.as('admin')).send({ name: 'in-flight', values: { K: 'v' } });
+    const taken = await request(h.url).post(h.base).set(IDENTITY_HEADER, await h.token('admin')).send({ name: 'in-flight', values: { K: 'v' } });
     expect(taken.status).toBe(409);
 
     await h.restart();
@@ -73,9 +73,10 @@ describe('crash reconciliation', () => {
     expect(report).toBeDefined();
 
     const rows = await secretRows(h.db.adminUrl);
+    // Rows come in created_at order, and the left-behind ones were backdated.
     expect(rows.map((r) => [r.name, r.state])).toEqual([
-      ['live', 'ready'],
       ['in-flight', 'creating'],
+      ['live', 'ready'],
     ]);
     for (const id of [createdThenCrashed, crashedBeforeWrite, deletingWithValues, deletingWithout, orphan]) expect(await exists(id)).toBe(false);
     expect(await exists(live.body.id)).toBe(true);

@@ -27,13 +27,13 @@ describe('secrets gRPC (CheckReferences / ResolveReferences)', () => {
     client = new SecretsClient({ address: h.grpcAddress, privateKeyJwk: h.computeKeys.privateJwk });
     const created = await request(h.url)
       .post(h.base)
-      .set(IDENTITY_HEADER, await h.as('admin'))
+      .set(IDENTITY_HEADER, await h.token('admin'))
       .send({ name: 'db', values: { DB_PASSWORD: 'pw-1', DB_USER: 'app' } });
     secretId = created.body.id;
     const otherVpc = crypto.randomUUID();
     const other = await request(h.url)
       .post(`/api/v1/workspaces/${h.workspaceId}/vpcs/${otherVpc}/secrets`)
-      .set(IDENTITY_HEADER, await h.as('admin', { workspaceId: h.workspaceId, vpcId: otherVpc }))
+      .set(IDENTITY_HEADER, await h.token('admin', { workspaceId: h.workspaceId, vpcId: otherVpc }))
       .send({ name: 'db', values: { DB_PASSWORD: 'other-vpc' } });
     otherVpcSecretId = other.body.id;
   });
@@ -88,9 +88,9 @@ describe('secrets gRPC (CheckReferences / ResolveReferences)', () => {
   });
 
   it('reports a deleted secret as missing', async () => {
-    const created = await request(h.url).post(h.base).set(IDENTITY_HEADER, await h.as('admin')).send({ name: 'temp', values: { T: 't' } });
+    const created = await request(h.url).post(h.base).set(IDENTITY_HEADER, await h.token('admin')).send({ name: 'temp', values: { T: 't' } });
     expect(await client.resolveReferences(h.workspaceId, h.vpcId, [{ secretId: created.body.id, key: 'T' }])).toHaveLength(1);
-    await request(h.url).delete(`${h.base}/${created.body.id}`).set(IDENTITY_HEADER, await h.as('admin')).expect(204);
+    await request(h.url).delete(`${h.base}/${created.body.id}`).set(IDENTITY_HEADER, await h.token('admin')).expect(204);
     const err = await rejection(client.resolveReferences(h.workspaceId, h.vpcId, [{ secretId: created.body.id, key: 'T' }]));
     expect(err.message).toBe(`missing secret: secret ${created.body.id} does not exist`);
   });
@@ -134,7 +134,7 @@ describe('secrets gRPC (CheckReferences / ResolveReferences)', () => {
       });
     try {
       expect((await callWith())?.code).toBe(grpc.status.UNAUTHENTICATED);
-      expect((await callWith(await h.as('owner')))?.code).toBe(grpc.status.UNAUTHENTICATED);
+      expect((await callWith(await h.token('owner')))?.code).toBe(grpc.status.UNAUTHENTICATED);
       expect((await callWith(await h.serviceToken('compute')))?.code).toBe(grpc.status.UNAUTHENTICATED);
       expect((await callWith(await computeToken(h.computeKeys.privateJwk)))).toBeNull();
     } finally {

@@ -1,7 +1,8 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import type { Observation, SecretObjectId, SecretObjectRef, SecretStorePort, SecretValues } from './port.ts';
+import { describeStoreError } from './errors.ts';
+import type { Observation, SecretObjectId, SecretObjectRef, SecretStorePort, SecretValues } from '../domain/store-port.ts';
 
 // The docker cluster has no secret store of its own, so this adapter keeps one: a file per
 // secret under a directory only the service can enter, each sealed with AES-256-GCM under
@@ -86,6 +87,10 @@ export class DockerSecretStore implements SecretStorePort {
       return;
     }
     await syncDir(path.dirname(this.fileOf(id)));
+  }
+
+  describeError(err: unknown): string {
+    return describeStoreError(err);
   }
 
   async list(): Promise<SecretObjectId[]> {

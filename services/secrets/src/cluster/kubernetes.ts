@@ -1,7 +1,8 @@
 import { ApiException, CoreV1Api, KubeConfig, type V1Secret } from '@kubernetes/client-node';
 import { secretObjectName, vpcNamespace } from '@pier/kit';
 import { kubernetesApiConfiguration } from '@pier/kit/kubernetes';
-import type { Observation, SecretObjectId, SecretObjectRef, SecretStorePort, SecretValues } from './port.ts';
+import { describeStoreError } from './errors.ts';
+import type { Observation, SecretObjectId, SecretObjectRef, SecretStorePort, SecretValues } from '../domain/store-port.ts';
 
 // Production store: a core `Secret` (type Opaque) per Pier secret, in the VPC's namespace,
 // named by the secret's id (see `secretObjectName`). Labels tie it back to Pier's ids so
@@ -86,6 +87,10 @@ export class KubernetesSecretStore implements SecretStorePort {
       cont = page.metadata?._continue || undefined;
     } while (cont);
     return found;
+  }
+
+  describeError(err: unknown): string {
+    return describeStoreError(err);
   }
 
   private async get(id: SecretObjectId): Promise<V1Secret | undefined> {

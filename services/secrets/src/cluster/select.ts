@@ -2,7 +2,7 @@ import { kubeConfigFrom } from '@pier/kit/kubernetes';
 import { defaultStoreDir, type SecretsConfig } from '../config.ts';
 import { DockerSecretStore } from './docker.ts';
 import { KubernetesSecretStore } from './kubernetes.ts';
-import type { SecretStorePort } from './port.ts';
+import type { SecretStorePort } from '../domain/store-port.ts';
 
 /** The secret store of the configured cluster. */
 export function secretStoreFor(config: SecretsConfig): SecretStorePort {

@@ -1,6 +1,5 @@
-import type { Logger } from '@pier/kit';
-import type { SecretStorePort } from '../cluster/port.ts';
-import { describeStoreError } from '../cluster/errors.ts';
+import { Periodic, type Logger } from '@pier/kit';
+import type { SecretStorePort } from './store-port.ts';
 import type { SecretsStore } from '../store/secrets-store.ts';
 import { deletedEvent } from './secret.ts';
 
@@ -29,10 +28,9 @@ export interface ReconcilerOptions {
  * finished. Then objects in the store that no record accounts for are removed.
  */
 export class Reconciler {
-  private timer?: NodeJS.Timeout;
+  private readonly loop: Periodic;
   private running?: Promise<ReconcileReport>;
   private passes = 0;
-  private stopped = false;
   private readonly staleAfterMs: number;
   private readonly sweepEvery: number;
 
@@ -40,11 +38,15 @@ export class Reconciler {
     private readonly records: SecretsStore,
     private readonly store: SecretStorePort,
     private readonly log: Logger,
-    private readonly onEvent: () => void = () => undefined,
+    private readonly onEvent: () => void,
+    intervalMs: number,
     opts: ReconcilerOptions = {},
   ) {
     this.staleAfterMs = opts.staleAfterMs ?? 60_000;
     this.sweepEvery = opts.sweepEvery ?? 10;
+    this.loop = new Periodic(() => this.runOnce(), intervalMs, (err) =>
+      this.log.warn({ cause: this.store.describeError(err) }, 'secrets reconcile pass failed; will retry'),
+    );
   }
 
   /** One pass now (joins a pass already running). */
@@ -55,25 +57,13 @@ export class Reconciler {
     return this.running;
   }
 
-  /** A pass now, then one every `intervalMs`. Failures are logged and retried next time. */
-  start(intervalMs: number): void {
-    const tick = () => {
-      if (this.stopped) return;
-      this.runOnce()
-        .catch((err) => this.log.warn({ cause: describeStoreError(err) }, 'secrets reconcile pass failed; will retry'))
-        .finally(() => {
-          if (this.stopped) return;
-          this.timer = setTimeout(tick, intervalMs);
-          this.timer.unref?.();
-        });
-    };
-    tick();
+  /** A pass now, then one every interval. Failures are logged and retried next time. */
+  start(): void {
+    this.loop.start(() => this.runOnce());
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running?.catch(() => undefined);
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   private async pass(): Promise<ReconcileReport> {
@@ -83,7 +73,7 @@ export class Reconciler {
       try {
         await this.store.delete(id);
       } catch (err) {
-        this.log.warn({ secretId: record.id, cause: describeStoreError(err) }, 'reconcile: secret store unreachable; will retry');
+        this.log.warn({ secretId: record.id, cause: this.store.describeError(err) }, 'reconcile: secret store unreachable; will retry');
         continue;
       }
       if (record.state === 'creating') {

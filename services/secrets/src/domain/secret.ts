@@ -5,8 +5,6 @@ export type SecretState = 'creating' | 'ready' | 'deleting';
 /** A secret as Pier records it: names only. Its values exist only in the cluster's store. */
 export interface SecretRecord {
   id: string;
-  /** Insertion order, for pagination. */
-  seq: number;
   workspaceId: string;
   vpcId: string;
   name: string;

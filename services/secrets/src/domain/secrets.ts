@@ -1,8 +1,6 @@
-import { NotFoundError, UnavailableError, isUuid, type Logger } from '@pier/kit';
-import type { SecretStorePort, SecretValues } from '../cluster/port.ts';
-import { describeStoreError } from '../cluster/errors.ts';
+import { NotFoundError, UnavailableError, isUuid, type Logger, type Page, type PageRequest } from '@pier/kit';
+import type { SecretStorePort, SecretValues } from './store-port.ts';
 import type { SecretsStore } from '../store/secrets-store.ts';
-import { decodeCursor, encodeCursor } from './cursor.ts';
 import type { CreateSecretInput } from './secret-rules.ts';
 import {
   createdEvent,
@@ -19,11 +17,6 @@ const READ_CONCURRENCY = 8;
 export const secretNotFound = () => new NotFoundError('secret not found', 'secret_not_found');
 const storeUnavailable = () =>
   new UnavailableError("the cluster's secret store cannot be reached; nothing was written", 'cluster_unavailable');
-
-export interface Page<T> {
-  items: T[];
-  nextCursor: string | null;
-}
 
 /**
  * The secrets rules. Ordering is what keeps the two sides (our records, the cluster's
@@ -48,7 +41,7 @@ export class Secrets {
     try {
       await this.store.apply(ref, input.values);
     } catch (err) {
-      this.log.warn({ secretId: pending.id, cause: describeStoreError(err) }, 'secret store write failed; undoing the create');
+      this.log.warn({ secretId: pending.id, cause: this.store.describeError(err) }, 'secret store write failed; undoing the create');
       await this.undoCreate(pending);
       throw storeUnavailable();
     }
@@ -62,13 +55,8 @@ export class Secrets {
     return ready;
   }
 
-  async list(scope: Scope, limit: number, cursor?: string): Promise<Page<SecretRecord>> {
-    const after = cursor ? decodeCursor(cursor) : undefined;
-    // One extra row tells whether there is a next page without a count query.
-    const rows = await this.records.list(scope, limit + 1, after);
-    const items = rows.slice(0, limit);
-    const last = items[items.length - 1];
-    return { items, nextCursor: rows.length > limit && last ? encodeCursor(last.seq) : null };
+  list(scope: Scope, page: PageRequest): Promise<Page<SecretRecord>> {
+    return this.records.list(scope, page);
   }
 
   async get(scope: Scope, id: string): Promise<SecretRecord> {
@@ -83,7 +71,7 @@ export class Secrets {
     try {
       await this.store.delete({ vpcId: record.vpcId, secretId: record.id });
     } catch (err) {
-      this.log.warn({ secretId: record.id, cause: describeStoreError(err) }, 'secret store delete failed; the secret stays');
+      this.log.warn({ secretId: record.id, cause: this.store.describeError(err) }, 'secret store delete failed; the secret stays');
       // If even this fails the record stays `deleting` and the reconciler finishes the delete.
       await this.records.revertDelete(record.id).catch(() => undefined);
       throw storeUnavailable();
@@ -114,7 +102,7 @@ export class Secrets {
           try {
             values.set(id, await this.store.read({ vpcId: scope.vpcId, secretId: id }));
           } catch (err) {
-            this.log.warn({ secretId: id, cause: describeStoreError(err) }, 'secret store read failed');
+            this.log.warn({ secretId: id, cause: this.store.describeError(err) }, 'secret store read failed');
             throw new UnavailableError("the cluster's secret store cannot be reached", 'cluster_unavailable');
           }
         }),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineRoute, type Route } from '@pier/kit';
+import { defineRoute, pageQuery, type Route } from '@pier/kit';
 import type { Secrets } from '../domain/secrets.ts';
 import { createSecretInput } from '../domain/secret-rules.ts';
 import { errorJson, secretJson, secretListJson, toJson } from './secret-json.ts';
@@ -9,10 +9,6 @@ const TAG = 'secrets';
 
 const scopeParams = z.object({ workspaceID: z.string(), vpcID: z.string() });
 const secretParams = scopeParams.extend({ secretID: z.string() });
-const listQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(200).default(50).describe('Page size, 1-200 (default 50)'),
-  cursor: z.string().min(1).optional().describe('`next_cursor` of the previous page'),
-});
 
 const scopeOf = (p: { workspaceID: string; vpcID: string }) => ({ workspaceId: p.workspaceID, vpcId: p.vpcID });
 
@@ -32,10 +28,10 @@ export function secretRoutes(secrets: Secrets): Route[] {
       tag: TAG,
       access: 'Member',
       params: scopeParams,
-      query: listQuery,
+      query: pageQuery,
       responses: { 200: { description: 'a page of secrets, without values', schema: secretListJson }, 400: { description: 'bad limit or cursor', schema: errorJson } },
       handler: async ({ params, query }) => {
-        const page = await secrets.list(scopeOf(params), query.limit, query.cursor);
+        const page = await secrets.list(scopeOf(params), query);
         return { status: 200, body: { items: page.items.map(toJson), next_cursor: page.nextCursor } };
       },
     }),

@@ -1,10 +1,9 @@
-import { translatePgError, writeEvent, isUuid, type Knex, type PierEvent } from '@pier/kit';
+import { keysetPage, mapPage, translatePgError, writeEvent, isUuid, type Knex, type Page, type PageRequest, type PierEvent } from '@pier/kit';
 import type { Scope, SecretRecord, SecretState } from '../domain/secret.ts';
 import type { SecretsStore } from './secrets-store.ts';
 
 interface Row {
   id: string;
-  seq: number;
   workspace_id: string;
   vpc_id: string;
   name: string;
@@ -14,12 +13,11 @@ interface Row {
   updated_at: Date;
 }
 
-const COLUMNS = ['id', 'seq', 'workspace_id', 'vpc_id', 'name', 'keys', 'state', 'created_at', 'updated_at'];
+const COLUMNS = ['id', 'workspace_id', 'vpc_id', 'name', 'keys', 'state', 'created_at', 'updated_at'];
 
 function toRecord(r: Row): SecretRecord {
   return {
     id: r.id,
-    seq: Number(r.seq),
     workspaceId: r.workspace_id,
     vpcId: r.vpc_id,
     name: r.name,
@@ -67,11 +65,8 @@ export class KnexSecretsStore implements SecretsStore {
     return row ? toRecord(row) : undefined;
   }
 
-  async list(scope: Scope, limit: number, afterSeq?: number): Promise<SecretRecord[]> {
-    const q = this.scoped(scope).where({ state: 'ready' }).orderBy('seq').limit(limit).select(COLUMNS);
-    if (afterSeq !== undefined) q.where('seq', '>', afterSeq);
-    const rows: Row[] = await q;
-    return rows.map(toRecord);
+  async list(scope: Scope, page: PageRequest): Promise<Page<SecretRecord>> {
+    return mapPage(await keysetPage<Row>(this.scoped(scope).where({ state: 'ready' }).select(COLUMNS), page), toRecord);
   }
 
   async findReady(scope: Scope, ids: string[]): Promise<SecretRecord[]> {

@@ -34,4 +34,19 @@ export const migrations: Migration[] = [
     },
     down: (db) => db.schema.dropTable('secrets'),
   },
+  {
+    // Lists page by (created_at, id) like every other list (kit's keysetPage keeps the
+    // cursor exact to the microsecond), so the sequence column that stood in for it goes.
+    name: '0003_keyset_by_created_at',
+    up: async (db) => {
+      await db.raw('drop index secrets_listing');
+      await db.raw('alter table secrets drop column seq');
+      await db.raw(`create index secrets_listing on secrets (workspace_id, vpc_id, created_at, id) where state = 'ready'`);
+    },
+    down: async (db) => {
+      await db.raw('drop index secrets_listing');
+      await db.raw('alter table secrets add column seq bigint generated always as identity unique');
+      await db.raw(`create index secrets_listing on secrets (workspace_id, vpc_id, seq) where state = 'ready'`);
+    },
+  },
 ];

@@ -1,4 +1,4 @@
-import type { PierEvent } from '@pier/kit';
+import type { Page, PageRequest, PierEvent } from '@pier/kit';
 import type { Scope, SecretRecord } from '../domain/secret.ts';
 
 /**
@@ -14,8 +14,8 @@ export interface SecretsStore {
   removeCreating(id: string): Promise<boolean>;
   /** A `ready` record in the scope. */
   get(scope: Scope, id: string): Promise<SecretRecord | undefined>;
-  /** `ready` records of the scope in insertion order, after `afterSeq`. */
-  list(scope: Scope, limit: number, afterSeq?: number): Promise<SecretRecord[]>;
+  /** A page of the scope's `ready` records, oldest first. */
+  list(scope: Scope, page: PageRequest): Promise<Page<SecretRecord>>;
   /** `ready` records of the scope among these ids. */
   findReady(scope: Scope, ids: string[]): Promise<SecretRecord[]>;
   /** `ready` -> `deleting`; undefined when there is no such ready record. */

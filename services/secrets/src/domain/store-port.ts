@@ -1,4 +1,5 @@
-// What the secrets service needs from a cluster's secret store, in crossplane's
+// What the secrets service needs from a cluster's secret store (the domain defines it,
+// cluster/ implements it), in crossplane's
 // managed-resource terms: `observe` says whether the object exists, `apply` and `delete`
 // are idempotent, so a retry after a crash is always safe.
 
@@ -34,4 +35,9 @@ export interface SecretStorePort {
   delete(id: SecretObjectId): Promise<void>;
   /** Every object this store holds for Pier, so ones whose record is gone can be swept. */
   list(): Promise<SecretObjectId[]>;
+  /**
+   * A short description of one of this store's failures, for logs: never anything the
+   * request carried (a Kubernetes error echoes the request body; only its status is kept).
+   */
+  describeError(err: unknown): string;
 }
