@@ -28,7 +28,7 @@ import { benchDatabases } from './databases.ts';
 import { AuthClient } from '@pier/gateway';
 import { runClosedLoop, runLoad, type LoadResult } from './load.ts';
 import { perRequest, snapshot } from './cpu.ts';
-import { freePort } from '../test/support/platform-core.ts';
+import { freePort } from '@pier/testing';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const concurrency = Number(process.env.PIER_BENCH_CONCURRENCY ?? 16);

@@ -7,10 +7,9 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import net from 'node:net';
 import path from 'node:path';
 import { generateIdentityKeys, type RunningService } from '@pier/kit';
-import { createTestDatabase } from '@pier/testing';
+import { createTestDatabase, freePort } from '@pier/testing';
 import * as gateway from '@pier/gateway';
 import * as auth from '@pier/auth';
 import * as compute from '@pier/compute';
@@ -59,16 +58,6 @@ export interface Platform {
   stop(): Promise<void>;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 export async function startPlatformAt(opts: PlatformOptions): Promise<Platform> {
   const started: RunningService[] = [];

@@ -37,7 +37,7 @@ import { startPlatformAt, type Platform, type PlatformOptions } from './platform
 
 export type { Platform, PlatformOptions } from './platform-core.ts';
 export type { Api, ApiResponse } from './api.ts';
-export { freePort } from './platform-core.ts';
+export { freePort } from '@pier/testing';
 
 export async function startPlatform(
   opts: Partial<PlatformOptions> = {},

@@ -10,10 +10,18 @@ import { isUuid } from './db.ts';
 export const DEFAULT_LIMIT = 50;
 export const MAX_LIMIT = 200;
 
+const LIMIT_RULE = `must be an integer from 1 to ${MAX_LIMIT}`;
+
 /** The query parameters of every list; routes extend it with their own filters. */
 export const pageQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(MAX_LIMIT).default(DEFAULT_LIMIT).describe(`Page size, 1-${MAX_LIMIT} (default ${DEFAULT_LIMIT})`),
-  cursor: z.string().max(200).optional().describe('`next_cursor` of the previous page'),
+  limit: z.coerce
+    .number({ error: LIMIT_RULE })
+    .int(LIMIT_RULE)
+    .min(1, LIMIT_RULE)
+    .max(MAX_LIMIT, LIMIT_RULE)
+    .default(DEFAULT_LIMIT)
+    .describe(`Page size, 1-${MAX_LIMIT} (default ${DEFAULT_LIMIT})`),
+  cursor: z.string({ error: 'must be a single cursor string' }).max(200, 'is not a cursor returned by this list').optional().describe('`next_cursor` of the previous page'),
 });
 
 export interface PageRequest {

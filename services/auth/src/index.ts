@@ -1,4 +1,4 @@
 export { start, type RunningAuth, type StartOptions } from './server.ts';
 export { readConfig, authEnv, type AuthConfig } from './config.ts';
 export type { BootstrapResult } from './bootstrap/bootstrap.ts';
-export { createAuthApp, type AppDeps } from './app.ts';
+export { authRestRoutes, type RouteDeps } from './app.ts';

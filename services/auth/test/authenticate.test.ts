@@ -67,13 +67,13 @@ async function addMember(email: string, role: string): Promise<string> {
 beforeAll(async () => {
   idp = await startIdp();
   h = await startAuth({ PIER_OIDC_ISSUER: ISSUER, PIER_OIDC_JWKS_URL: idp.url, PIER_OIDC_AUDIENCE: AUDIENCE });
-  const boot = h.auth.bootstrap!;
+  const boot = h.running.bootstrap!;
   ws = boot.workspaceId;
   vpc = boot.vpcId;
   ownerKey = boot.token!;
   ownerId = boot.userId;
   owner = await h.as({ subject: ownerId, workspaceId: ws, role: 'owner' });
-  admin = new pg.Client({ connectionString: h.database.adminUrl });
+  admin = new pg.Client({ connectionString: h.db.adminUrl });
   await admin.connect();
 });
 

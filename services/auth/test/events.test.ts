@@ -40,7 +40,7 @@ async function collect(workspaceId: string, done: (seen: Received[]) => boolean)
 
 describe('events', () => {
   it('publishes workspace, member, VPC and API key events, without key material', { timeout: 30_000 }, async () => {
-    const boot = h.auth.bootstrap!;
+    const boot = h.running.bootstrap!;
     const ws = boot.workspaceId;
     const owner = await h.as({ subject: boot.userId, workspaceId: ws, role: 'owner' });
     const key = (await owner.post(`/api/v1/workspaces/${ws}/api-keys`).send({ name: 'evented', scopes: ['read'] }).expect(201)).body;

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createDb, migrate } from '@pier/kit';
 import { createTestDatabase } from '@pier/testing';
 import { migrations, SCHEMA } from '../src/store/migrations.ts';
-import { infra } from './harness.ts';
+import { infra } from '@pier/testing';
 
 describe('auth migrations', () => {
   const drops: (() => Promise<void>)[] = [];

@@ -55,9 +55,9 @@ beforeAll(async () => {
     PIER_COMPUTE_URL: compute.url,
     PIER_DATABASES_URL: databases.url,
   });
-  ws = h.auth.bootstrap!.workspaceId;
-  vpc = h.auth.bootstrap!.vpcId;
-  ids.owner = h.auth.bootstrap!.userId;
+  ws = h.running.bootstrap!.workspaceId;
+  vpc = h.running.bootstrap!.vpcId;
+  ids.owner = h.running.bootstrap!.userId;
   as.owner = await h.as({ subject: ids.owner, workspaceId: ws, role: 'owner' });
   for (const role of ['admin', 'developer', 'viewer'] as const) {
     const res = await as.owner.post(`/api/v1/workspaces/${ws}/members`).send({ email: `${role}@example.com`, role }).expect(201);
@@ -65,7 +65,7 @@ beforeAll(async () => {
     ids[role] = res.body.user_id;
     as[role] = await h.as({ subject: ids[role], workspaceId: ws, role });
   }
-  admin = new pg.Client({ connectionString: h.database.adminUrl });
+  admin = new pg.Client({ connectionString: h.db.adminUrl });
   await admin.connect();
 });
 

@@ -2,10 +2,10 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IDENTITY_HEADER, secretObjectName, vpcNamespace } from '@pier/kit';
 import { Secret } from 'kubernetes-models/v1';
-import { FakeKubernetes } from '@pier/testing';
+import { FakeKubernetes, freePort } from '@pier/testing';
 import { SecretsClient } from '../src/index.ts';
 import { secretManifest } from '../src/cluster/kubernetes.ts';
-import { adminQuery, closedPort, encodingsOf, findInDatabase, secretRows, startSecrets, type Harness } from './support.ts';
+import { adminQuery, encodingsOf, findInDatabase, secretRows, startSecrets, type Harness } from './support.ts';
 
 // The whole service on PIER_CLUSTER=kubernetes, against the in-process fake API server:
 // values land in a Secret in the VPC namespace and nowhere in our database.
@@ -83,7 +83,7 @@ describe('secrets on kubernetes', () => {
     const rowsBefore = await secretRows(h.db.adminUrl);
     const outboxBefore = await adminQuery(h.db.adminUrl, 'select count(*)::int as n from secrets.outbox');
     const secretsBefore = fake.list('Secret').length;
-    await h.restart({ PIER_KUBECONFIG: await fake.writeKubeconfig(`http://127.0.0.1:${await closedPort()}`) });
+    await h.restart({ PIER_KUBECONFIG: await fake.writeKubeconfig(`http://127.0.0.1:${await freePort()}`) });
     try {
       const res = await request(h.url)
         .post(h.base)

@@ -4,7 +4,7 @@ import { secretObjectName, vpcNamespace } from '@pier/kit';
 import { kubeConfigFrom } from '@pier/kit/kubernetes';
 import { FakeKubernetes } from '@pier/testing';
 import { KubernetesSecretStore } from '../src/cluster/kubernetes.ts';
-import { closedPort } from './support.ts';
+import { freePort } from '@pier/testing';
 
 describe('kubernetes secret store (against a fake API server)', () => {
   let fake: FakeKubernetes;
@@ -63,7 +63,7 @@ describe('kubernetes secret store (against a fake API server)', () => {
   it('fails when the API server cannot be reached', async () => {
     const kc = new KubeConfig();
     kc.loadFromOptions({
-      clusters: [{ name: 'c', server: `http://127.0.0.1:${await closedPort()}`, skipTLSVerify: true }],
+      clusters: [{ name: 'c', server: `http://127.0.0.1:${await freePort()}`, skipTLSVerify: true }],
       users: [{ name: 'u', token: 't' }],
       contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
       currentContext: 'x',

@@ -7,7 +7,7 @@ import { generateIdentityKeys, importIdentityKey, signIdentity, SERVICE_ISSUER }
 import { startServiceUnderTest, type IdentityKeys, type ServiceUnderTest } from '@pier/testing';
 import { readConfig, start, type RunningSecrets, type StartOptions } from '../src/index.ts';
 
-export { adminQuery, collectEvents, freePort as closedPort, infra } from '@pier/testing';
+export { adminQuery, collectEvents, infra } from '@pier/testing';
 
 /** A key for the docker adapter's AES-256-GCM store. */
 export const storeKey = () => randomBytes(32).toString('base64');

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Store } from '../store/store.ts';
 import type { ApiKeyRow } from '../store/rows.ts';
-import { decodeCursor, toPage, type Page } from './pagination.ts';
+import { mapPage, type Page, type PageRequest } from '@pier/kit';
 import { apiKeyCreated, apiKeyRevoked } from './events.ts';
 import { apiKeyNotFound, requireId } from './ids.ts';
 import { expiryAfterDays } from './limits.ts';
@@ -25,13 +25,10 @@ export class ApiKeys {
     private readonly now: () => Date = () => new Date(),
   ) {}
 
-  async list(workspaceId: string, limit: number, cursor?: string): Promise<Page<ApiKeyRow>> {
+  async list(workspaceId: string, page: PageRequest): Promise<Page<ApiKeyRow>> {
     const ws = requireId(workspaceId, 'workspace', 'workspace_not_found');
-    const rows = await this.store.apiKeys.list(ws, limit, decodeCursor(cursor));
-    return toPage(
-      rows,
-      limit,
-      (r) => ({ createdAt: r.created_at, id: r.id }),
+    return mapPage(
+      await this.store.apiKeys.list(ws, page),
       (r) => {
         const pending = this.pending.pendingFor('api_keys', r.id);
         return pending && (!r.last_used_at || pending > r.last_used_at) ? { ...r, last_used_at: pending } : r;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Store } from '../store/store.ts';
 import type { SessionRow } from '../store/rows.ts';
-import { decodeCursor, toPage, type Page } from './pagination.ts';
+import { mapPage, type Page, type PageRequest } from '@pier/kit';
 import { requireId, sessionNotFound } from './ids.ts';
 import { DEFAULT_SESSION_DAYS, expiryAfterDays } from './limits.ts';
 import { generateSessionToken } from './tokens.ts';
@@ -29,12 +29,9 @@ export class CliSessions {
     return { ...row, token };
   }
 
-  async list(userId: string, limit: number, cursor?: string): Promise<Page<SessionRow>> {
-    const rows = await this.store.sessions.list(userId, limit, decodeCursor(cursor));
-    return toPage(
-      rows,
-      limit,
-      (r) => ({ createdAt: r.created_at, id: r.id }),
+  async list(userId: string, page: PageRequest): Promise<Page<SessionRow>> {
+    return mapPage(
+      await this.store.sessions.list(userId, page),
       (r) => {
         const pending = this.pending.pendingFor('cli_sessions', r.id);
         return pending && (!r.last_used_at || pending > r.last_used_at) ? { ...r, last_used_at: pending } : r;

@@ -1,7 +1,7 @@
 import { ConflictError, ForbiddenError, type Role } from '@pier/kit';
 import type { Store } from '../store/store.ts';
 import type { MemberRow } from '../store/rows.ts';
-import { decodeCursor, toPage, type Page } from './pagination.ts';
+import { mapPage, type Page, type PageRequest } from '@pier/kit';
 import { memberAdded, memberRemoved, memberRoleChanged } from './events.ts';
 import { memberNotFound, requireId, workspaceNotFound } from './ids.ts';
 import { checkMembershipChange } from './membership-rules.ts';
@@ -9,10 +9,9 @@ import { checkMembershipChange } from './membership-rules.ts';
 export class Members {
   constructor(private readonly store: Store) {}
 
-  async list(workspaceId: string, limit: number, cursor?: string): Promise<Page<MemberRow>> {
+  async list(workspaceId: string, page: PageRequest): Promise<Page<MemberRow>> {
     const ws = requireId(workspaceId, 'workspace', 'workspace_not_found');
-    const rows = await this.store.members.list(ws, limit, decodeCursor(cursor));
-    return toPage(rows, limit, (r) => ({ createdAt: r.created_at, id: r.user_id }), (r) => r);
+    return this.store.members.list(ws, page);
   }
 
   /** Adds the user with this e-mail (created when unknown) to the workspace. */

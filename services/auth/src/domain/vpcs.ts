@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ConflictError } from '@pier/kit';
 import type { Store } from '../store/store.ts';
 import type { VpcRow } from '../store/rows.ts';
-import { decodeCursor, toPage, type Page } from './pagination.ts';
+import { mapPage, type Page, type PageRequest } from '@pier/kit';
 import { vpcCreated, vpcDeleted } from './events.ts';
 import { requireId, vpcNotFound } from './ids.ts';
 
@@ -18,10 +18,9 @@ export class Vpcs {
     private readonly usage: VpcUsage,
   ) {}
 
-  async list(workspaceId: string, limit: number, cursor?: string): Promise<Page<VpcRow>> {
+  async list(workspaceId: string, page: PageRequest): Promise<Page<VpcRow>> {
     const ws = requireId(workspaceId, 'workspace', 'workspace_not_found');
-    const rows = await this.store.vpcs.list(ws, limit, decodeCursor(cursor));
-    return toPage(rows, limit, (r) => ({ createdAt: r.created_at, id: r.id }), (r) => r);
+    return this.store.vpcs.list(ws, page);
   }
 
   create(actorId: string, workspaceId: string, name: string): Promise<VpcRow> {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Store } from '../store/store.ts';
 import type { MyWorkspaceRow, VpcRow } from '../store/rows.ts';
-import { decodeCursor, toPage, type Page } from './pagination.ts';
+import { mapPage, type Page, type PageRequest } from '@pier/kit';
 import { memberAdded, vpcCreated, workspaceCreated } from './events.ts';
 import { requireId, workspaceNotFound } from './ids.ts';
 
@@ -29,9 +29,8 @@ export class Workspaces {
     return this.store.transaction((tx) => createWorkspaceIn(tx, userId, name));
   }
 
-  async list(userId: string, limit: number, cursor?: string): Promise<Page<MyWorkspaceRow>> {
-    const rows = await this.store.workspaces.listForUser(userId, limit, decodeCursor(cursor));
-    return toPage(rows, limit, (r) => ({ createdAt: r.created_at, id: r.id }), (r) => r);
+  async list(userId: string, page: PageRequest): Promise<Page<MyWorkspaceRow>> {
+    return this.store.workspaces.listForUser(userId, page);
   }
 
   async get(userId: string, workspaceId: string): Promise<MyWorkspaceRow> {

@@ -3,7 +3,8 @@ import { defineRoute, type Route } from '@pier/kit';
 import type { ApiKeys } from '../domain/api-keys.ts';
 import { MAX_SCOPES, SCOPE_MAX } from '../domain/limits.ts';
 import type { ApiKeyRow } from '../store/rows.ts';
-import { errorResponses, expiresInDays, iso, label, listBody, listOf, listQuery, strictBody, timestamp, workspacePath } from './schemas.ts';
+import { errorResponses, expiresInDays, iso, label, listBody, listOf, strictBody, timestamp, workspacePath } from './schemas.ts';
+import { pageQuery } from '@pier/kit';
 
 const scope = z
   .string({ error: 'must be a string' })
@@ -53,9 +54,9 @@ export function apiKeyRoutes(apiKeys: ApiKeys): Route[] {
       tag: 'api-keys',
       access: 'Admin',
       params: workspacePath,
-      query: listQuery,
+      query: pageQuery,
       responses: { 200: { description: 'keys', schema: listOf(keyRecord) }, ...errorResponses(400, 403, 404) },
-      handler: async ({ params, query }) => ({ status: 200, body: listBody(await apiKeys.list(params.workspaceID, query.limit, query.cursor), keyJson) }),
+      handler: async ({ params, query }) => ({ status: 200, body: listBody(await apiKeys.list(params.workspaceID, query), keyJson) }),
     }),
     defineRoute({
       method: 'post',

@@ -3,7 +3,8 @@ import { defineRoute, type Route } from '@pier/kit';
 import type { CliSessions } from '../domain/cli-sessions.ts';
 import { DEFAULT_SESSION_DAYS } from '../domain/limits.ts';
 import type { SessionRow } from '../store/rows.ts';
-import { errorResponses, expiresInDays, iso, label, listBody, listOf, listQuery, strictBody, timestamp } from './schemas.ts';
+import { errorResponses, expiresInDays, iso, label, listBody, listOf, strictBody, timestamp } from './schemas.ts';
+import { pageQuery } from '@pier/kit';
 
 const sessionRecord = z.object({
   id: z.string(),
@@ -49,9 +50,9 @@ export function cliSessionRoutes(sessions: CliSessions): Route[] {
       summary: "List the caller's CLI sessions that are not revoked",
       tag: 'cli-sessions',
       access: 'User',
-      query: listQuery,
+      query: pageQuery,
       responses: { 200: { description: 'sessions', schema: listOf(sessionRecord) }, ...errorResponses(400) },
-      handler: async ({ identity, query }) => ({ status: 200, body: listBody(await sessions.list(identity.subject, query.limit, query.cursor), sessionJson) }),
+      handler: async ({ identity, query }) => ({ status: 200, body: listBody(await sessions.list(identity.subject, query), sessionJson) }),
     }),
     defineRoute({
       method: 'delete',

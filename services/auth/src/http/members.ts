@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { defineRoute, roles, type Route } from '@pier/kit';
 import type { Members } from '../domain/members.ts';
 import type { MemberRow } from '../store/rows.ts';
-import { errorResponses, listBody, listOf, listQuery, strictBody, timestamp, workspacePath } from './schemas.ts';
+import { errorResponses, listBody, listOf, strictBody, timestamp, workspacePath } from './schemas.ts';
+import { pageQuery } from '@pier/kit';
 
 const role = z.enum(roles, {
   error: (issue) => (issue.input === undefined ? 'is required' : `must be one of ${roles.join(', ')}`),
@@ -30,11 +31,11 @@ export function memberRoutes(members: Members): Route[] {
       tag: 'members',
       access: 'Member',
       params: workspacePath,
-      query: listQuery,
+      query: pageQuery,
       responses: { 200: { description: 'members', schema: listOf(memberRecord) }, ...errorResponses(400, 404) },
       handler: async ({ params, query }) => ({
         status: 200,
-        body: listBody(await members.list(params.workspaceID, query.limit, query.cursor), memberJson),
+        body: listBody(await members.list(params.workspaceID, query), memberJson),
       }),
     }),
     defineRoute({

@@ -1,15 +1,13 @@
 import { z } from 'zod';
 import {
-  DEFAULT_PAGE_SIZE,
   LABEL_HINT,
   LABEL_PATTERN,
   MAX_EXPIRES_IN_DAYS,
-  MAX_PAGE_SIZE,
   NAME_MAX,
   RESOURCE_NAME_HINT,
   RESOURCE_NAME_PATTERN,
 } from '../domain/limits.ts';
-import type { Page } from '../domain/pagination.ts';
+import type { Page } from '@pier/kit';
 
 // Request pieces. Messages are written to follow the field name, which the error body
 // puts in front of them ("name: must be 1-63 characters").
@@ -44,16 +42,6 @@ export const label = z
 const positiveDays = `must be a positive integer (days, at most ${MAX_EXPIRES_IN_DAYS})`;
 export const expiresInDays = z.number(typed('a positive integer')).int(positiveDays).min(1, positiveDays).max(MAX_EXPIRES_IN_DAYS, positiveDays);
 
-export const listQuery = z.object({
-  limit: z.coerce
-    .number({ error: `must be an integer from 1 to ${MAX_PAGE_SIZE}` })
-    .int(`must be an integer from 1 to ${MAX_PAGE_SIZE}`)
-    .min(1, `must be an integer from 1 to ${MAX_PAGE_SIZE}`)
-    .max(MAX_PAGE_SIZE, `must be an integer from 1 to ${MAX_PAGE_SIZE}`)
-    .default(DEFAULT_PAGE_SIZE),
-  cursor: z.string({ error: 'must be a single cursor string' }).min(1, 'must not be empty').optional(),
-});
-export type ListQuery = z.infer<typeof listQuery>;
 
 // Path parameters are checked by the domain: an id that is not a UUID is 404, not 400.
 export const workspacePath = z.object({ workspaceID: z.string() });

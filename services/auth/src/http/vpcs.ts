@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { defineRoute, type Route } from '@pier/kit';
 import type { Vpcs } from '../domain/vpcs.ts';
 import type { VpcRow } from '../store/rows.ts';
-import { errorResponses, listBody, listOf, listQuery, resourceName, strictBody, timestamp, workspacePath } from './schemas.ts';
+import { errorResponses, listBody, listOf, resourceName, strictBody, timestamp, workspacePath } from './schemas.ts';
+import { pageQuery } from '@pier/kit';
 
 const vpcRecord = z.object({ id: z.string(), workspace_id: z.string(), name: z.string(), created_at: timestamp });
 const vpcJson = (v: VpcRow) => ({ id: v.id, workspace_id: v.workspace_id, name: v.name, created_at: v.created_at.toISOString() });
@@ -18,9 +19,9 @@ export function vpcRoutes(vpcs: Vpcs): Route[] {
       tag: 'vpcs',
       access: 'Member',
       params: workspacePath,
-      query: listQuery,
+      query: pageQuery,
       responses: { 200: { description: 'VPCs', schema: listOf(vpcRecord) }, ...errorResponses(400, 404) },
-      handler: async ({ params, query }) => ({ status: 200, body: listBody(await vpcs.list(params.workspaceID, query.limit, query.cursor), vpcJson) }),
+      handler: async ({ params, query }) => ({ status: 200, body: listBody(await vpcs.list(params.workspaceID, query), vpcJson) }),
     }),
     defineRoute({
       method: 'post',

@@ -3,7 +3,8 @@ import { defineRoute, type Route } from '@pier/kit';
 import { roles } from '@pier/kit';
 import type { Workspaces } from '../domain/workspaces.ts';
 import type { MyWorkspaceRow } from '../store/rows.ts';
-import { errorResponses, listBody, listOf, listQuery, resourceName, strictBody, timestamp, workspacePath } from './schemas.ts';
+import { errorResponses, listBody, listOf, resourceName, strictBody, timestamp, workspacePath } from './schemas.ts';
+import { pageQuery } from '@pier/kit';
 
 export const workspaceRecord = z.object({
   id: z.string(),
@@ -22,11 +23,11 @@ export function workspaceRoutes(workspaces: Workspaces): Route[] {
       summary: 'List the workspaces the caller belongs to, with their role in each',
       tag: 'workspaces',
       access: 'User',
-      query: listQuery,
+      query: pageQuery,
       responses: { 200: { description: 'workspaces', schema: listOf(workspaceRecord) }, ...errorResponses(400) },
       handler: async ({ identity, query }) => ({
         status: 200,
-        body: listBody(await workspaces.list(identity.subject, query.limit, query.cursor), workspaceJson),
+        body: listBody(await workspaces.list(identity.subject, query), workspaceJson),
       }),
     }),
     defineRoute({

@@ -1,6 +1,4 @@
-import { translatePgError, type Knex } from '@pier/kit';
-import type { Position } from '../domain/pagination.ts';
-import { paged } from './page-query.ts';
+import { translatePgError, type Knex, keysetPage, type Page, type PageRequest } from '@pier/kit';
 import type { ApiKeyRow } from './rows.ts';
 
 export interface NewApiKeyRow {
@@ -34,9 +32,9 @@ export class ApiKeyStore {
   }
 
   /** Live (not revoked) keys of a workspace, expired ones included. */
-  async list(workspaceId: string, limit: number, after?: Position): Promise<ApiKeyRow[]> {
+  async list(workspaceId: string, page: PageRequest): Promise<Page<ApiKeyRow>> {
     const q = this.db('api_keys as k').where('k.workspace_id', workspaceId).whereNull('k.revoked_at').select(columns.map((c) => `k.${c}`));
-    return paged(q, 'k', 'id', limit, after);
+    return keysetPage(q, page, { createdAt: 'k.created_at', id: 'k.id' });
   }
 
   /** Marks a live key revoked; undefined when there is no live key with this id here. */

@@ -1,6 +1,4 @@
-import type { Knex } from '@pier/kit';
-import type { Position } from '../domain/pagination.ts';
-import { paged } from './page-query.ts';
+import { type Knex, keysetPage, type Page, type PageRequest } from '@pier/kit';
 import type { SessionRow } from './rows.ts';
 
 const columns = ['id', 'user_id', 'name', 'expires_at', 'created_at', 'last_used_at', 'revoked_at'];
@@ -14,9 +12,9 @@ export class CliSessionStore {
   }
 
   /** The user's sessions that are not revoked, expired ones included until revoked. */
-  async list(userId: string, limit: number, after?: Position): Promise<SessionRow[]> {
+  async list(userId: string, page: PageRequest): Promise<Page<SessionRow>> {
     const q = this.db('cli_sessions as s').where('s.user_id', userId).whereNull('s.revoked_at').select(columns.map((c) => `s.${c}`));
-    return paged(q, 's', 'id', limit, after);
+    return keysetPage(q, page, { createdAt: 's.created_at', id: 's.id' });
   }
 
   async revoke(userId: string, sessionId: string): Promise<SessionRow | undefined> {

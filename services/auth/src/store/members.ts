@@ -1,6 +1,4 @@
-import type { Knex, Role } from '@pier/kit';
-import type { Position } from '../domain/pagination.ts';
-import { paged } from './page-query.ts';
+import { type Knex, type Role, keysetPage, type Page, type PageRequest } from '@pier/kit';
 import type { MemberRow } from './rows.ts';
 
 const columns = ['m.workspace_id', 'm.user_id', 'u.email', 'm.role', 'm.created_at'];
@@ -8,9 +6,9 @@ const columns = ['m.workspace_id', 'm.user_id', 'u.email', 'm.role', 'm.created_
 export class MemberStore {
   constructor(private readonly db: Knex | Knex.Transaction) {}
 
-  async list(workspaceId: string, limit: number, after?: Position): Promise<MemberRow[]> {
+  async list(workspaceId: string, page: PageRequest): Promise<Page<MemberRow>> {
     const q = this.db('memberships as m').join('users as u', 'u.id', 'm.user_id').where('m.workspace_id', workspaceId).select(columns);
-    return paged(q, 'm', 'user_id', limit, after);
+    return keysetPage(q, page, { createdAt: 'm.created_at', id: 'm.user_id' });
   }
 
   async get(workspaceId: string, userId: string): Promise<MemberRow | undefined> {

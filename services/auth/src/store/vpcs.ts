@@ -1,6 +1,4 @@
-import { translatePgError, type Knex } from '@pier/kit';
-import type { Position } from '../domain/pagination.ts';
-import { paged } from './page-query.ts';
+import { translatePgError, type Knex, keysetPage, type Page, type PageRequest } from '@pier/kit';
 import type { VpcRow } from './rows.ts';
 
 export class VpcStore {
@@ -15,8 +13,8 @@ export class VpcStore {
     }
   }
 
-  async list(workspaceId: string, limit: number, after?: Position): Promise<VpcRow[]> {
-    return paged(this.db('vpcs as v').where('v.workspace_id', workspaceId).select('v.*'), 'v', 'id', limit, after);
+  async list(workspaceId: string, page: PageRequest): Promise<Page<VpcRow>> {
+    return keysetPage(this.db('vpcs as v').where('v.workspace_id', workspaceId).select('v.*'), page, { createdAt: 'v.created_at', id: 'v.id' });
   }
 
   async get(workspaceId: string, vpcId: string): Promise<VpcRow | undefined> {

@@ -1,6 +1,4 @@
-import type { Knex } from '@pier/kit';
-import type { Position } from '../domain/pagination.ts';
-import { paged } from './page-query.ts';
+import { type Knex, keysetPage, type Page, type PageRequest } from '@pier/kit';
 import type { MyWorkspaceRow, WorkspaceRow } from './rows.ts';
 
 export class WorkspaceStore {
@@ -11,12 +9,12 @@ export class WorkspaceStore {
     return created!;
   }
 
-  async listForUser(userId: string, limit: number, after?: Position): Promise<MyWorkspaceRow[]> {
+  async listForUser(userId: string, page: PageRequest): Promise<Page<MyWorkspaceRow>> {
     const q = this.db('workspaces as w')
       .join('memberships as m', 'm.workspace_id', 'w.id')
       .where('m.user_id', userId)
       .select('w.*', 'm.role');
-    return paged(q, 'w', 'id', limit, after);
+    return keysetPage(q, page, { createdAt: 'w.created_at', id: 'w.id' });
   }
 
   async getForUser(workspaceId: string, userId: string): Promise<MyWorkspaceRow | undefined> {

@@ -1,7 +1,6 @@
 // Deploy, restart, rollback and the deployment history.
-import { ConflictError, NotFoundError, isUuid } from '@pier/kit';
+import { ConflictError, NotFoundError, isUuid, type Page, type PageRequest } from '@pier/kit';
 import { resolveImage } from './image-reference.ts';
-import { decodeCursor, toPage, DEFAULT_LIMIT } from './pagination.ts';
 import type { Deployment, Scope, Service } from './records.ts';
 import { rollout, type RolloutResult } from './rollouts.ts';
 import { findMutable, findService, type ComputeContext } from './context.ts';
@@ -53,11 +52,8 @@ export async function listDeployments(
   ctx: ComputeContext,
   scope: Scope,
   id: string,
-  limit = DEFAULT_LIMIT,
-  cursor?: string,
-): Promise<{ items: Deployment[]; nextCursor: string | null }> {
+  page: PageRequest,
+): Promise<Page<Deployment>> {
   const s = await findService(ctx, scope, id);
-  const rows = await ctx.store.listDeployments(s.id, limit, decodeCursor(cursor));
-  const page = toPage(rows, limit);
-  return { items: page.rows, nextCursor: page.nextCursor };
+  return ctx.store.listDeployments(s.id, page);
 }

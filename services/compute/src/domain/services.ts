@@ -1,9 +1,8 @@
 // Service lifecycle: create, read (with live status), update, delete.
-import { ConflictError, UnavailableError } from '@pier/kit';
+import { ConflictError, UnavailableError, type PageRequest } from '@pier/kit';
 import { WorkloadRejectedError } from './cluster-port.ts';
 import { events } from './events.ts';
 import { configFromCreate, configFromPatch, workloadChanged, type CreateServiceInput, type PatchServiceInput, type ServiceConfig } from './service-config.ts';
-import { decodeCursor, toPage, DEFAULT_LIMIT } from './pagination.ts';
 import type { Scope, Service } from './records.ts';
 import { refreshStatuses } from './live-status.ts';
 import { rollout } from './rollouts.ts';
@@ -57,11 +56,10 @@ export async function getService(ctx: ComputeContext, scope: Scope, id: string):
   return { service: services[0]!, clusterCalls };
 }
 
-export async function listServices(ctx: ComputeContext, scope: Scope, limit = DEFAULT_LIMIT, cursor?: string): Promise<ListResult> {
-  const rows = await ctx.store.listServices(scope.vpcId, limit, decodeCursor(cursor));
-  const page = toPage(rows, limit);
-  const { services, clusterCalls } = await refreshStatuses(ctx, scope, page.rows);
-  return { items: services, nextCursor: page.nextCursor, clusterCalls };
+export async function listServices(ctx: ComputeContext, scope: Scope, page: PageRequest): Promise<ListResult> {
+  const { items, nextCursor } = await ctx.store.listServices(scope.vpcId, page);
+  const { services, clusterCalls } = await refreshStatuses(ctx, scope, items);
+  return { items: services, nextCursor, clusterCalls };
 }
 
 /**

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { defineRoute, type Route } from '@pier/kit';
+import { defineRoute, pageQuery, type Route } from '@pier/kit';
 import { deploy, listDeployments, restart, rollback } from '../domain/deployments.ts';
 import type { ComputeContext } from '../domain/context.ts';
-import { BASE, pageQuery, scope, serviceParams } from './service-routes.ts';
+import { BASE, scope, serviceParams } from './service-routes.ts';
 import { deploymentJson, deploymentSchema, listOf, rolloutSchema, serviceJson } from './shapes.ts';
 import type { RolloutResult } from '../domain/rollouts.ts';
 
@@ -61,7 +61,7 @@ export function rolloutRoutes(ctx: ComputeContext): Route[] {
       query: pageQuery,
       responses: { 200: { description: 'A page of deployments', schema: listOf(deploymentSchema) }, 404: responses[404] },
       handler: async ({ params, query }) => {
-        const page = await listDeployments(ctx, scope(params), params.serviceID, query.limit, query.cursor);
+        const page = await listDeployments(ctx, scope(params), params.serviceID, query);
         return { status: 200, body: { items: page.items.map(deploymentJson), next_cursor: page.nextCursor } };
       },
     }),

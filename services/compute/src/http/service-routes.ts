@@ -1,8 +1,7 @@
 import { z } from 'zod';
-import { defineRoute, type Route } from '@pier/kit';
+import { defineRoute, pageQuery, type Route } from '@pier/kit';
 import { createServiceBody, patchServiceBody } from '../domain/service-config.ts';
 import { createService, deleteService, getService, listServices, updateService } from '../domain/services.ts';
-import { DEFAULT_LIMIT, MAX_LIMIT } from '../domain/pagination.ts';
 import type { ComputeContext } from '../domain/context.ts';
 import { listOf, serviceJson, serviceSchema } from './shapes.ts';
 
@@ -12,10 +11,6 @@ export const CLUSTER_CALLS_HEADER = 'x-pier-cluster-calls';
 
 export const vpcParams = z.object({ workspaceID: z.string(), vpcID: z.string() });
 export const serviceParams = vpcParams.extend({ serviceID: z.string() });
-export const pageQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(MAX_LIMIT).default(DEFAULT_LIMIT),
-  cursor: z.string().optional(),
-});
 
 export const scope = (p: { workspaceID: string; vpcID: string }) => ({ workspaceId: p.workspaceID, vpcId: p.vpcID });
 
@@ -38,7 +33,7 @@ export function serviceRoutes(ctx: ComputeContext): Route[] {
       query: pageQuery,
       responses: { 200: { description: 'A page of services', schema: listOf(serviceSchema) }, 503: errors[503] },
       handler: async ({ params, query }) => {
-        const page = await listServices(ctx, scope(params), query.limit, query.cursor);
+        const page = await listServices(ctx, scope(params), query);
         return {
           status: 200,
           body: { items: page.items.map(serviceJson), next_cursor: page.nextCursor },

@@ -1,9 +1,8 @@
-import { translatePgError, writeEvent, type Knex, type PierEvent } from '@pier/kit';
+import { keysetPage, mapPage, translatePgError, writeEvent, type Knex, type Page, type PageRequest, type PierEvent } from '@pier/kit';
 import type { Deployment, EnvVar, Service } from '../domain/records.ts';
 import type { ServiceConfig } from '../domain/service-config.ts';
 import type { DeploymentStatus, ServiceStatus } from '../domain/status.ts';
 import type { EnvEntry } from '../domain/env-vars.ts';
-import type { Position } from '../domain/pagination.ts';
 
 export interface NewService extends ServiceConfig {
   workspace_id: string;
@@ -35,7 +34,7 @@ export interface ComputeStore {
   lockService(id: string): Promise<Service | undefined>;
   /** Any row by id, whatever its VPC or state (recovery's view). */
   serviceById(id: string): Promise<Service | undefined>;
-  listServices(vpcId: string, limit: number, after?: Position): Promise<Service[]>;
+  listServices(vpcId: string, page: PageRequest): Promise<Page<Service>>;
   countServices(vpcId: string): Promise<number>;
   updateService(id: string, patch: Partial<Omit<Service, 'id' | 'created_at'>>): Promise<Service>;
   /** Moves the status only if it still is `from`; false when another writer got there first. */
@@ -46,7 +45,8 @@ export interface ComputeStore {
   insertDeployment(row: NewDeployment): Promise<Deployment>;
   findDeployment(serviceId: string, id: string): Promise<Deployment | undefined>;
   deploymentsByIds(ids: string[]): Promise<Map<string, Deployment>>;
-  listDeployments(serviceId: string, limit: number, before?: Position): Promise<Deployment[]>;
+  /** Newest first. */
+  listDeployments(serviceId: string, page: PageRequest): Promise<Page<Deployment>>;
   updateDeployment(id: string, patch: Partial<Pick<Deployment, 'status' | 'message' | 'applied' | 'finished_at'>>): Promise<void>;
   /** Marks a deployment's settled outcome if it is still rolling; false when it was not. */
   settleDeployment(id: string, status: 'succeeded' | 'failed', message: string | null): Promise<boolean>;
@@ -123,11 +123,9 @@ export class KnexComputeStore implements ComputeStore {
     return r ? serviceRow(r) : undefined;
   }
 
-  async listServices(vpcId: string, limit: number, after?: Position): Promise<Service[]> {
+  async listServices(vpcId: string, page: PageRequest): Promise<Page<Service>> {
     const q = this.db('services').where({ vpc_id: vpcId, provisioned: true }).whereNull('deleted_at');
-    if (after) q.whereRaw('(created_at, id) > (?, ?)', [after.createdAt, after.id]);
-    const rows = await q.orderBy([{ column: 'created_at' }, { column: 'id' }]).limit(limit + 1);
-    return rows.map(serviceRow);
+    return mapPage(await keysetPage<Record<string, unknown>>(q, page), serviceRow);
   }
 
   async countServices(vpcId: string): Promise<number> {
@@ -176,11 +174,9 @@ export class KnexComputeStore implements ComputeStore {
     return new Map(rows.map((r: Record<string, unknown>) => [r.id as string, deploymentRow(r)]));
   }
 
-  async listDeployments(serviceId: string, limit: number, before?: Position): Promise<Deployment[]> {
+  async listDeployments(serviceId: string, page: PageRequest): Promise<Page<Deployment>> {
     const q = this.db('deployments').where({ service_id: serviceId }).whereNot({ status: 'pending' });
-    if (before) q.whereRaw('(created_at, id) < (?, ?)', [before.createdAt, before.id]);
-    const rows = await q.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(limit + 1);
-    return rows.map(deploymentRow);
+    return mapPage(await keysetPage<Record<string, unknown>>(q, page, { order: 'desc' }), deploymentRow);
   }
 
   async updateDeployment(id: string, patch: Partial<Pick<Deployment, 'status' | 'message' | 'applied' | 'finished_at'>>): Promise<void> {
