@@ -1,0 +1,81 @@
+// What each PostgreSQL failure becomes, produced by the real server rather than described.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, freePort, infra, type TestDatabase } from '@pier/testing';
+import { createDb, pgErrorOf, translatePgError, PierError, type Knex } from '../src/index.ts';
+
+let t: TestDatabase;
+let db: Knex;
+
+beforeAll(async () => {
+  t = await createTestDatabase(infra().postgresAdminUrl);
+  db = createDb(t.urls.compute, 'compute');
+  await db.schema.createTable('parents', (tb) => {
+    tb.uuid('id').primary();
+    tb.text('name').notNullable().unique();
+    tb.integer('size').notNullable().checkPositive();
+  });
+  await db.schema.createTable('children', (tb) => {
+    tb.uuid('id').primary();
+    tb.uuid('parent_id').notNullable().references('id').inTable('parents');
+  });
+  await db('parents').insert({ id: '00000000-0000-0000-0000-000000000001', name: 'taken', size: 1 });
+});
+
+afterAll(async () => {
+  await db.destroy();
+  await t.drop();
+});
+
+async function failure(fn: () => Promise<unknown>): Promise<unknown> {
+  try {
+    await fn();
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected a failure');
+}
+
+const shape = (err: PierError | undefined) => err && { kind: err.kind, code: err.code, message: err.message };
+
+describe('pgErrorOf', () => {
+  it('maps a unique violation to 409 already_exists, with the store\'s message', async () => {
+    const err = await failure(() => db('parents').insert({ id: '00000000-0000-0000-0000-000000000002', name: 'taken', size: 1 }));
+    expect(shape(pgErrorOf(err, { unique: 'a parent named "taken" exists' }))).toEqual({ kind: 'conflict', code: 'already_exists', message: 'a parent named "taken" exists' });
+    expect(() => translatePgError(err, { unique: 'dup' })).toThrow('dup');
+  });
+
+  it('maps a foreign-key violation to 409 reference_conflict', async () => {
+    const err = await failure(() => db('children').insert({ id: '00000000-0000-0000-0000-000000000003', parent_id: '00000000-0000-0000-0000-000000000009' }));
+    expect(pgErrorOf(err)).toMatchObject({ kind: 'conflict', code: 'reference_conflict' });
+  });
+
+  it('maps check, not-null and malformed values to 400 invalid_request', async () => {
+    const check = await failure(() => db('parents').insert({ id: '00000000-0000-0000-0000-000000000004', name: 'neg', size: -1 }));
+    const notNull = await failure(() => db('parents').insert({ id: '00000000-0000-0000-0000-000000000005', name: null, size: 1 }));
+    const malformed = await failure(() => db('parents').where({ id: 'not-a-uuid' }).first());
+    for (const err of [check, notNull, malformed]) expect(pgErrorOf(err)).toMatchObject({ kind: 'invalid', code: 'invalid_request' });
+    expect(pgErrorOf(notNull)).toMatchObject({ details: { field: 'name' } });
+  });
+
+  it('maps a serialization failure to 409 concurrent_update', async () => {
+    const err = await failure(() => db.raw("do $$ begin raise exception 'could not serialize access' using errcode = '40001'; end $$"));
+    expect(pgErrorOf(err)).toMatchObject({ kind: 'conflict', code: 'concurrent_update' });
+  });
+
+  it('maps an unreachable database to 503 unavailable', async () => {
+    const url = new URL(t.urls.compute);
+    url.port = String(await freePort());
+    const away = createDb(url.toString(), 'compute');
+    try {
+      const err = await failure(() => away.raw('select 1'));
+      expect(pgErrorOf(err)).toMatchObject({ kind: 'unavailable', code: 'unavailable' });
+    } finally {
+      await away.destroy();
+    }
+  });
+
+  it('leaves other errors alone', () => {
+    expect(pgErrorOf(new Error('boom'))).toBeUndefined();
+    expect(() => translatePgError(new TypeError('x'))).toThrow(TypeError);
+  });
+});
