@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '@pier/kit';
-import type { Store } from '../store/store.ts';
+import type { AuthStore } from '../domain/store-port.ts';
 import { createWorkspaceIn } from '../domain/workspaces.ts';
 import { apiKeyCreated } from '../domain/events.ts';
 import { generateApiKey } from '../domain/tokens.ts';
@@ -41,7 +41,7 @@ export interface BootstrapResult {
  * transaction commits, so a failed write leaves the database empty and the next start
  * tries again, rather than holding a key nobody has.
  */
-export async function bootstrap(store: Store, settings: BootstrapSettings, log: Logger): Promise<BootstrapResult | undefined> {
+export async function bootstrap(store: AuthStore, settings: BootstrapSettings, log: Logger): Promise<BootstrapResult | undefined> {
   const files = cliFilePaths(settings.configDir);
   const result = await store.transaction(async (tx): Promise<BootstrapResult | undefined> => {
     await tx.lockBootstrap();

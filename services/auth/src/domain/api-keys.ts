@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Store } from '../store/store.ts';
-import type { ApiKeyRow } from '../store/rows.ts';
+import type { AuthStore } from './store-port.ts';
+import type { ApiKeyRow } from './records.ts';
 import { mapPage, type Page, type PageRequest } from '@pier/kit';
 import { apiKeyCreated, apiKeyRevoked } from './events.ts';
 import { apiKeyNotFound, requireId } from './ids.ts';
@@ -20,7 +20,7 @@ export interface PendingUse {
 
 export class ApiKeys {
   constructor(
-    private readonly store: Store,
+    private readonly store: AuthStore,
     private readonly pending: PendingUse,
     private readonly now: () => Date = () => new Date(),
   ) {}

@@ -1,5 +1,5 @@
 import { AuthenticationError, isUuid, type Identity, type Role } from '@pier/kit';
-import type { Resolved, Scope } from '../store/credentials.ts';
+import type { Resolved, Scope } from './records.ts';
 import { vpcNotFound, workspaceNotFound } from './ids.ts';
 import { API_KEY_PATTERN, SESSION_TOKEN_PATTERN, sha256Hex, tokenKind } from './tokens.ts';
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Store } from '../store/store.ts';
-import type { SessionRow } from '../store/rows.ts';
+import type { AuthStore } from './store-port.ts';
+import type { SessionRow } from './records.ts';
 import { mapPage, type Page, type PageRequest } from '@pier/kit';
 import { requireId, sessionNotFound } from './ids.ts';
 import { DEFAULT_SESSION_DAYS, expiryAfterDays } from './limits.ts';
@@ -9,7 +9,7 @@ import { generateSessionToken } from './tokens.ts';
 /** CLI sessions belong to one user and are managed by that user only. */
 export class CliSessions {
   constructor(
-    private readonly store: Store,
+    private readonly store: AuthStore,
     private readonly pending: { pendingFor(table: 'cli_sessions', id: string): Date | undefined },
     private readonly now: () => Date = () => new Date(),
   ) {}

@@ -1,13 +1,13 @@
 import { ConflictError, ForbiddenError, type Role } from '@pier/kit';
-import type { Store } from '../store/store.ts';
-import type { MemberRow } from '../store/rows.ts';
+import type { AuthStore } from './store-port.ts';
+import type { MemberRow } from './records.ts';
 import { mapPage, type Page, type PageRequest } from '@pier/kit';
 import { memberAdded, memberRemoved, memberRoleChanged } from './events.ts';
 import { memberNotFound, requireId, workspaceNotFound } from './ids.ts';
 import { checkMembershipChange } from './membership-rules.ts';
 
 export class Members {
-  constructor(private readonly store: Store) {}
+  constructor(private readonly store: AuthStore) {}
 
   async list(workspaceId: string, page: PageRequest): Promise<Page<MemberRow>> {
     const ws = requireId(workspaceId, 'workspace', 'workspace_not_found');
@@ -56,7 +56,7 @@ export class Members {
    * as it stands inside that lock rather than by the identity token, which can be
    * seconds old.
    */
-  private inLockedWorkspace<T>(actorId: string, workspaceId: string, fn: (tx: Store, actorRole: Role) => Promise<T>): Promise<T> {
+  private inLockedWorkspace<T>(actorId: string, workspaceId: string, fn: (tx: AuthStore, actorRole: Role) => Promise<T>): Promise<T> {
     const ws = requireId(workspaceId, 'workspace', 'workspace_not_found');
     return this.store.transaction(async (tx) => {
       if (!(await tx.workspaces.lock(ws))) throw workspaceNotFound();

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ConflictError } from '@pier/kit';
-import type { Store } from '../store/store.ts';
-import type { VpcRow } from '../store/rows.ts';
+import type { AuthStore } from './store-port.ts';
+import type { VpcRow } from './records.ts';
 import { mapPage, type Page, type PageRequest } from '@pier/kit';
 import { vpcCreated, vpcDeleted } from './events.ts';
 import { requireId, vpcNotFound } from './ids.ts';
@@ -14,7 +14,7 @@ export interface VpcUsage {
 
 export class Vpcs {
   constructor(
-    private readonly store: Store,
+    private readonly store: AuthStore,
     private readonly usage: VpcUsage,
   ) {}
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Store } from '../store/store.ts';
-import type { MyWorkspaceRow, VpcRow } from '../store/rows.ts';
+import type { AuthStore } from './store-port.ts';
+import type { MyWorkspaceRow, VpcRow } from './records.ts';
 import { mapPage, type Page, type PageRequest } from '@pier/kit';
 import { memberAdded, vpcCreated, workspaceCreated } from './events.ts';
 import { requireId, workspaceNotFound } from './ids.ts';
@@ -12,7 +12,7 @@ import { requireId, workspaceNotFound } from './ids.ts';
 export const DEFAULT_VPC_NAME = 'default';
 
 /** Creates a workspace owned by `userId` with its default VPC, inside `tx`. */
-export async function createWorkspaceIn(tx: Store, userId: string, name: string): Promise<{ workspace: MyWorkspaceRow; vpc: VpcRow }> {
+export async function createWorkspaceIn(tx: AuthStore, userId: string, name: string): Promise<{ workspace: MyWorkspaceRow; vpc: VpcRow }> {
   const ws = await tx.workspaces.insert({ id: randomUUID(), name, created_by: userId });
   await tx.members.add(ws.id, userId, 'owner');
   const vpc = await tx.vpcs.insert({ id: randomUUID(), workspace_id: ws.id, name: DEFAULT_VPC_NAME });
@@ -23,7 +23,7 @@ export async function createWorkspaceIn(tx: Store, userId: string, name: string)
 }
 
 export class Workspaces {
-  constructor(private readonly store: Store) {}
+  constructor(private readonly store: AuthStore) {}
 
   create(userId: string, name: string): Promise<{ workspace: MyWorkspaceRow; vpc: VpcRow }> {
     return this.store.transaction((tx) => createWorkspaceIn(tx, userId, name));

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { defineRoute, type Route } from '@pier/kit';
 import type { ApiKeys } from '../domain/api-keys.ts';
 import { MAX_SCOPES, SCOPE_MAX } from '../domain/limits.ts';
-import type { ApiKeyRow } from '../store/rows.ts';
+import type { ApiKeyRow } from '../domain/records.ts';
 import { errorResponses, expiresInDays, iso, label, listBody, listOf, strictBody, timestamp, workspacePath } from './schemas.ts';
 import { pageQuery } from '@pier/kit';
 

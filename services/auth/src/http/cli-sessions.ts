@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { defineRoute, type Route } from '@pier/kit';
 import type { CliSessions } from '../domain/cli-sessions.ts';
 import { DEFAULT_SESSION_DAYS } from '../domain/limits.ts';
-import type { SessionRow } from '../store/rows.ts';
+import type { SessionRow } from '../domain/records.ts';
 import { errorResponses, expiresInDays, iso, label, listBody, listOf, strictBody, timestamp } from './schemas.ts';
 import { pageQuery } from '@pier/kit';
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineRoute, roles, type Route } from '@pier/kit';
 import type { Members } from '../domain/members.ts';
-import type { MemberRow } from '../store/rows.ts';
+import type { MemberRow } from '../domain/records.ts';
 import { errorResponses, listBody, listOf, strictBody, timestamp, workspacePath } from './schemas.ts';
 import { pageQuery } from '@pier/kit';
 

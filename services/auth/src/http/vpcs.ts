@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineRoute, type Route } from '@pier/kit';
 import type { Vpcs } from '../domain/vpcs.ts';
-import type { VpcRow } from '../store/rows.ts';
+import type { VpcRow } from '../domain/records.ts';
 import { errorResponses, listBody, listOf, resourceName, strictBody, timestamp, workspacePath } from './schemas.ts';
 import { pageQuery } from '@pier/kit';
 

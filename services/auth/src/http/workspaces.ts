@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { defineRoute, type Route } from '@pier/kit';
 import { roles } from '@pier/kit';
 import type { Workspaces } from '../domain/workspaces.ts';
-import type { MyWorkspaceRow } from '../store/rows.ts';
+import type { MyWorkspaceRow } from '../domain/records.ts';
 import { errorResponses, listBody, listOf, resourceName, strictBody, timestamp, workspacePath } from './schemas.ts';
 import { pageQuery } from '@pier/kit';
 

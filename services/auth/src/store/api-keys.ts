@@ -1,23 +1,11 @@
 import { translatePgError, type Knex, keysetPage, type Page, type PageRequest } from '@pier/kit';
-import type { ApiKeyRow } from './rows.ts';
-
-export interface NewApiKeyRow {
-  id: string;
-  workspace_id: string;
-  user_id: string;
-  name: string;
-  key_prefix: string;
-  key_hash: string;
-  scopes: string[];
-  expires_at: Date | null;
-  /** Defaults to the database's clock when absent. */
-  created_at?: Date;
-}
+import type { ApiKeyRow } from '../domain/records.ts';
+import type { ApiKeyRecords, NewApiKeyRow } from '../domain/store-port.ts';
 
 // Everything but the hash: nothing above the store ever sees it again.
 const columns = ['id', 'workspace_id', 'user_id', 'name', 'key_prefix', 'scopes', 'expires_at', 'created_at', 'last_used_at', 'revoked_at'];
 
-export class ApiKeyStore {
+export class ApiKeyStore implements ApiKeyRecords {
   constructor(private readonly db: Knex | Knex.Transaction) {}
 
   async insert(row: NewApiKeyRow): Promise<ApiKeyRow> {

@@ -1,9 +1,10 @@
+import type { SessionRecords } from '../domain/store-port.ts';
 import { type Knex, keysetPage, type Page, type PageRequest } from '@pier/kit';
-import type { SessionRow } from './rows.ts';
+import type { SessionRow } from '../domain/records.ts';
 
 const columns = ['id', 'user_id', 'name', 'expires_at', 'created_at', 'last_used_at', 'revoked_at'];
 
-export class CliSessionStore {
+export class CliSessionStore implements SessionRecords {
   constructor(private readonly db: Knex | Knex.Transaction) {}
 
   async insert(row: { id: string; user_id: string; name: string | null; token_hash: string; expires_at: Date; created_at: Date }): Promise<SessionRow> {

@@ -1,24 +1,5 @@
-import type { Knex, Role } from '@pier/kit';
-
-/**
- * What one bearer token resolves to for one request: the user, their role in the asked
- * workspace (null when not a member or none was asked) and whether the asked VPC belongs
- * to that workspace. Looked up on every request and never cached, so a revoked key, a
- * downgrade or a removal bites on the very next request through any gateway.
- */
-export interface Resolved {
-  credential_id: string | null;
-  user_id: string;
-  email: string;
-  role: Role | null;
-  vpc_found: boolean;
-}
-
-export interface Scope {
-  /** Already checked to be UUIDs (or null), so the casts below cannot fail. */
-  workspaceId: string | null;
-  vpcId: string | null;
-}
+import type { Knex } from '@pier/kit';
+import type { Resolved, Scope } from '../domain/records.ts';
 
 // One indexed statement per request: credential by its unique hash, the creator, their
 // membership by primary key, the VPC by primary key.

@@ -1,9 +1,10 @@
+import type { MemberRecords } from '../domain/store-port.ts';
 import { type Knex, type Role, keysetPage, type Page, type PageRequest } from '@pier/kit';
-import type { MemberRow } from './rows.ts';
+import type { MemberRow } from '../domain/records.ts';
 
 const columns = ['m.workspace_id', 'm.user_id', 'u.email', 'm.role', 'm.created_at'];
 
-export class MemberStore {
+export class MemberStore implements MemberRecords {
   constructor(private readonly db: Knex | Knex.Transaction) {}
 
   async list(workspaceId: string, page: PageRequest): Promise<Page<MemberRow>> {

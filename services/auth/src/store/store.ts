@@ -5,7 +5,8 @@ import { MemberStore } from './members.ts';
 import { UserStore } from './users.ts';
 import { VpcStore } from './vpcs.ts';
 import { WorkspaceStore } from './workspaces.ts';
-import type { BootstrapRow } from './rows.ts';
+import type { BootstrapRow } from '../domain/records.ts';
+import type { AuthStore } from '../domain/store-port.ts';
 
 // Any stable 64-bit number will do; it only has to be the same in every auth instance.
 const BOOTSTRAP_LOCK = 7_101_000_001;
@@ -15,7 +16,7 @@ const BOOTSTRAP_LOCK = 7_101_000_001;
  * a transaction and gets a Store whose every table and the outbox share it, so a change
  * and its event commit together or not at all.
  */
-export class Store {
+export class Store implements AuthStore {
   readonly users: UserStore;
   readonly workspaces: WorkspaceStore;
   readonly members: MemberStore;
@@ -32,7 +33,7 @@ export class Store {
     this.sessions = new CliSessionStore(db);
   }
 
-  transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
+  transaction<T>(fn: (tx: AuthStore) => Promise<T>): Promise<T> {
     return this.db.transaction((trx) => fn(new Store(trx)));
   }
 

@@ -1,7 +1,8 @@
+import type { UserRecords } from '../domain/store-port.ts';
 import type { Knex } from '@pier/kit';
-import type { UserRow } from './rows.ts';
+import type { UserRow } from '../domain/records.ts';
 
-export class UserStore {
+export class UserStore implements UserRecords {
   constructor(private readonly db: Knex | Knex.Transaction) {}
 
   async byId(id: string): Promise<UserRow | undefined> {

@@ -1,7 +1,8 @@
+import type { VpcRecords } from '../domain/store-port.ts';
 import { translatePgError, type Knex, keysetPage, type Page, type PageRequest } from '@pier/kit';
-import type { VpcRow } from './rows.ts';
+import type { VpcRow } from '../domain/records.ts';
 
-export class VpcStore {
+export class VpcStore implements VpcRecords {
   constructor(private readonly db: Knex | Knex.Transaction) {}
 
   async insert(row: { id: string; workspace_id: string; name: string }): Promise<VpcRow> {

@@ -1,7 +1,8 @@
+import type { WorkspaceRecords } from '../domain/store-port.ts';
 import { type Knex, keysetPage, type Page, type PageRequest } from '@pier/kit';
-import type { MyWorkspaceRow, WorkspaceRow } from './rows.ts';
+import type { MyWorkspaceRow, WorkspaceRow } from '../domain/records.ts';
 
-export class WorkspaceStore {
+export class WorkspaceStore implements WorkspaceRecords {
   constructor(private readonly db: Knex | Knex.Transaction) {}
 
   async insert(row: { id: string; name: string; created_by: string }): Promise<WorkspaceRow> {

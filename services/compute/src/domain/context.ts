@@ -1,7 +1,7 @@
 import { ConflictError, NotFoundError, isUuid, resourcesOf, type Logger } from '@pier/kit';
 import type { ClusterPort, ObserveTarget, WorkloadRef, WorkloadSpec } from './cluster-port.ts';
 import type { SecretsPort } from './secrets-port.ts';
-import type { ComputeStore } from '../store/store.ts';
+import type { ComputeStore } from './store-port.ts';
 import type { Deployment, Scope, Service } from './records.ts';
 import type { EnvEntry } from './env-vars.ts';
 import type { KeyedMutex } from '@pier/kit';

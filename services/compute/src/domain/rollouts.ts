@@ -9,7 +9,7 @@
 import { type Logger } from '@pier/kit';
 import { WorkloadRejectedError } from './cluster-port.ts';
 import { MissingSecretError } from './secrets-port.ts';
-import type { ComputeStore } from '../store/store.ts';
+import type { ComputeStore } from './store-port.ts';
 import { events } from './events.ts';
 import { referencesOf, type EnvEntry } from './env-vars.ts';
 import type { ServiceConfig } from './service-config.ts';

@@ -3,63 +3,7 @@ import type { Deployment, EnvVar, Service } from '../domain/records.ts';
 import type { ServiceConfig } from '../domain/service-config.ts';
 import type { DeploymentStatus, ServiceStatus } from '../domain/status.ts';
 import type { EnvEntry } from '../domain/env-vars.ts';
-
-export interface NewService extends ServiceConfig {
-  workspace_id: string;
-  vpc_id: string;
-  status: ServiceStatus;
-}
-
-export interface NewDeployment {
-  service_id: string;
-  image: string;
-  reason: Deployment['reason'];
-  rollback_of: string | null;
-  config: ServiceConfig;
-  env: EnvEntry[];
-}
-
-/** compute's schema. One knex implementation; a transaction is the same interface bound to it. */
-export interface ComputeStore {
-  transaction<T>(fn: (tx: ComputeStore) => Promise<T>): Promise<T>;
-  writeEvent(event: PierEvent): Promise<void>;
-
-  /** A new service, not yet provisioned. A live service of that name in the VPC: ConflictError. */
-  insertService(row: NewService): Promise<Service>;
-  /** Drops a service row that never became visible (its create failed). */
-  deleteUnprovisioned(id: string): Promise<void>;
-  /** A provisioned service of this VPC, deleted ones included. */
-  findService(vpcId: string, id: string): Promise<Service | undefined>;
-  /** The row with a lock held until the transaction ends. */
-  lockService(id: string): Promise<Service | undefined>;
-  /** Any row by id, whatever its VPC or state (recovery's view). */
-  serviceById(id: string): Promise<Service | undefined>;
-  listServices(vpcId: string, page: PageRequest): Promise<Page<Service>>;
-  countServices(vpcId: string): Promise<number>;
-  updateService(id: string, patch: Partial<Omit<Service, 'id' | 'created_at'>>): Promise<Service>;
-  /** Moves the status only if it still is `from`; false when another writer got there first. */
-  compareAndSetStatus(id: string, from: ServiceStatus, to: ServiceStatus, message: string | null): Promise<boolean>;
-  servicesInStatus(statuses: ServiceStatus[]): Promise<Service[]>;
-  unprovisionedServices(createdBefore: Date): Promise<Service[]>;
-
-  insertDeployment(row: NewDeployment): Promise<Deployment>;
-  findDeployment(serviceId: string, id: string): Promise<Deployment | undefined>;
-  deploymentsByIds(ids: string[]): Promise<Map<string, Deployment>>;
-  /** Newest first. */
-  listDeployments(serviceId: string, page: PageRequest): Promise<Page<Deployment>>;
-  updateDeployment(id: string, patch: Partial<Pick<Deployment, 'status' | 'message' | 'applied' | 'finished_at'>>): Promise<void>;
-  /** Marks a deployment's settled outcome if it is still rolling; false when it was not. */
-  settleDeployment(id: string, status: 'succeeded' | 'failed', message: string | null): Promise<boolean>;
-  /** Older rollouts of the service still in progress give way to a newer one. */
-  supersedeRollouts(serviceId: string, exceptId: string): Promise<void>;
-  deleteDeployment(id: string): Promise<void>;
-  pendingDeployments(createdBefore: Date): Promise<Deployment[]>;
-  /** A deployment row by id, pending ones included. */
-  deploymentById(id: string): Promise<Deployment | undefined>;
-
-  listEnv(serviceId: string): Promise<EnvVar[]>;
-  replaceEnv(serviceId: string, entries: EnvEntry[]): Promise<EnvVar[]>;
-}
+import type { ComputeStore, NewDeployment, NewService } from '../domain/store-port.ts';
 
 type Db = Knex | Knex.Transaction;
 

@@ -1,6 +1,6 @@
 import { Periodic, type Logger } from '@pier/kit';
 import type { SecretStorePort } from './store-port.ts';
-import type { SecretsStore } from '../store/secrets-store.ts';
+import type { SecretsStore } from './records-port.ts';
 import { deletedEvent } from './secret.ts';
 
 export interface ReconcileReport {

@@ -1,6 +1,6 @@
 import { NotFoundError, UnavailableError, isUuid, type Logger, type Page, type PageRequest } from '@pier/kit';
 import type { SecretStorePort, SecretValues } from './store-port.ts';
-import type { SecretsStore } from '../store/secrets-store.ts';
+import type { SecretsStore } from './records-port.ts';
 import type { CreateSecretInput } from './secret-rules.ts';
 import {
   createdEvent,

@@ -1,6 +1,6 @@
 import { keysetPage, mapPage, translatePgError, writeEvent, isUuid, type Knex, type Page, type PageRequest, type PierEvent } from '@pier/kit';
 import type { Scope, SecretRecord, SecretState } from '../domain/secret.ts';
-import type { SecretsStore } from './secrets-store.ts';
+import type { SecretsStore } from '../domain/records-port.ts';
 
 interface Row {
   id: string;

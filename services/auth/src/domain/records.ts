@@ -1,6 +1,6 @@
 import type { Role } from '@pier/kit';
 
-// Rows as Postgres returns them (timestamps as Date).
+// auth's records as its store returns them (snake_case, timestamps as Date).
 
 export interface UserRow {
   id: string;
@@ -64,4 +64,24 @@ export interface BootstrapRow {
   vpc_id: string;
   api_key_id: string;
   created_at: Date;
+}
+
+/**
+ * What one bearer token resolves to for one request: the user, their role in the asked
+ * workspace (null when not a member or none was asked) and whether the asked VPC belongs
+ * to that workspace. Looked up on every request and never cached, so a revoked key, a
+ * downgrade or a removal bites on the very next request through any gateway.
+ */
+export interface Resolved {
+  credential_id: string | null;
+  user_id: string;
+  email: string;
+  role: Role | null;
+  vpc_found: boolean;
+}
+
+export interface Scope {
+  /** Already checked to be UUIDs (or null), so the casts below cannot fail. */
+  workspaceId: string | null;
+  vpcId: string | null;
 }

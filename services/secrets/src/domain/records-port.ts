@@ -1,5 +1,5 @@
 import type { Page, PageRequest, PierEvent } from '@pier/kit';
-import type { Scope, SecretRecord } from '../domain/secret.ts';
+import type { Scope, SecretRecord } from './secret.ts';
 
 /**
  * Persistence of secret records (never values). State changes that announce something
