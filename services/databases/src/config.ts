@@ -40,6 +40,13 @@ export const databasesEnv = serviceEnv.extend({
   PIER_DATABASES_QUERY_ROW_CAP: z.coerce.number().int().min(1).max(100_000).default(1000),
   /** A database not healthy this long after provisioning goes to `error`. */
   PIER_DATABASES_PROVISION_TIMEOUT_SECONDS: z.coerce.number().int().min(10).default(600),
+  /** How often the reconciler settles what is pending, tears down, resyncs and sweeps. */
+  PIER_DATABASES_RECONCILE_INTERVAL_MS: z.coerce.number().int().min(100).default(2000),
+  /**
+   * Pending state younger than this may belong to a request still in flight, so the
+   * reconciler leaves it alone (at start-up it takes everything: nothing is in flight).
+   */
+  PIER_DATABASES_PENDING_GRACE_MS: z.coerce.number().int().min(0).default(120_000),
 });
 
 export type DatabasesConfig = z.infer<typeof databasesEnv>;

@@ -5,14 +5,14 @@ import { afterAll, describe, expect, it } from 'vitest';
 import Docker from 'dockerode';
 import pg from 'pg';
 import { DockerCluster } from '../src/cluster/docker.ts';
-import { startDatabases, waitFor, type Harness } from './support.ts';
+import { startDatabases, until, type Databases } from './support.ts';
 
-const harnesses: Harness[] = [];
+const harnesses: Databases[] = [];
 afterAll(async () => {
   for (const h of harnesses) await h.stop();
 });
 
-async function rows(h: Harness, table: string): Promise<number> {
+async function rows(h: Databases, table: string): Promise<number> {
   const c = new pg.Client({ connectionString: h.db.urls.databases });
   await c.connect();
   try {
@@ -30,14 +30,14 @@ describe('an unreachable docker engine', () => {
       mysqlImage: 'pier/mariadb:10.11',
       publishAddress: '127.0.0.1',
     });
-    const h = await startDatabases({}, { cluster });
+    const h = await startDatabases({}, { cluster: () => cluster });
     harnesses.push(h);
-    const res = await h.call('POST', h.base, { name: 'nowhere' });
+    const res = await h.request('POST', h.base, { name: 'nowhere' });
     expect(res.status).toBe(503);
     expect(res.body).toEqual({ error: expect.stringContaining('docker engine unreachable'), code: 'cluster_unavailable' });
     expect(await rows(h, 'databases')).toBe(0);
     expect(await rows(h, 'outbox')).toBe(0);
-    expect((await h.call('GET', h.base)).status).toBe(200); // an empty list needs no cluster call
+    expect((await h.request('GET', h.base)).status).toBe(200); // an empty list needs no cluster call
   });
 });
 
@@ -46,12 +46,13 @@ describe('a database that cannot get healthy', () => {
     // An image whose server exits at once: the container restart-loops.
     const h = await startDatabases({ PIER_DATABASES_POSTGRES_IMAGE: 'pier/exits:1' });
     harnesses.push(h);
-    const res = await h.call('POST', h.base, { name: 'broken' });
+    const res = await h.request('POST', h.base, { name: 'broken' });
     expect(res.status).toBe(202);
-    const failed = await waitFor(async () => {
-      const r = await h.call('GET', `${h.base}/${res.body.id}`);
-      return r.body.status === 'error' ? r.body : undefined;
-    });
+    const failed = await until(
+      () => h.request('GET', `${h.base}/${res.body.id}`).then((r) => r.body),
+      (db) => db.status === 'error',
+      60_000,
+    );
     expect(failed.status_reason).toMatch(/server (keeps exiting|exited)/);
   });
 });
@@ -76,27 +77,30 @@ describe('a database stopped outside Pier', () => {
   it('is resynced to error on the next read, and to running once it is back', async () => {
     const counted = countingDocker();
     const cluster = new DockerCluster({ docker: counted.docker, postgresImage: 'pier/pg-managed:15', mysqlImage: 'pier/mariadb:10.11', publishAddress: '127.0.0.1' });
-    const h = await startDatabases({}, { cluster });
+    // Without the installation's label the adapter lists nothing to sweep, and the
+    // reconciler's passes are far apart: the only Engine API calls counted are the list's.
+    const h = await startDatabases({ PIER_DATABASES_RECONCILE_INTERVAL_MS: '600000' }, { cluster: () => cluster });
     harnesses.push(h);
-    const res = await h.call('POST', h.base, { name: 'flaky' });
-    const res2 = await h.call('POST', h.base, { name: 'steady' });
+    const res = await h.request('POST', h.base, { name: 'flaky' });
+    const res2 = await h.request('POST', h.base, { name: 'steady' });
     const one = `${h.base}/${res.body.id}`;
-    await waitFor(async () => ((await h.call('GET', one)).body.status === 'running' ? true : undefined));
-    await waitFor(async () => ((await h.call('GET', `${h.base}/${res2.body.id}`)).body.status === 'running' ? true : undefined));
+    const status = (path: string) => h.request('GET', path).then((r) => r.body.status);
+    await until(() => status(one), (s) => s === 'running', 60_000);
+    await until(() => status(`${h.base}/${res2.body.id}`), (s) => s === 'running', 60_000);
     // Live status of a whole list is one Engine API call.
     counted.calls.length = 0;
-    const list = await h.call('GET', h.base);
+    const list = await h.request('GET', h.base);
     expect(list.body.items.map((d: { status: string }) => d.status)).toEqual(['running', 'running']);
     expect(counted.calls).toEqual(['listContainers']);
     const docker = new Docker();
     await docker.getContainer(`pier-db-${res.body.id}`).stop();
-    const down = await h.call('GET', one);
+    const down = await h.request('GET', one);
     expect(down.body).toMatchObject({ status: 'error', status_reason: expect.stringContaining('server exited') });
-    const listed = await h.call('GET', h.base);
+    const listed = await h.request('GET', h.base);
     expect(listed.body.items.map((d: { status: string }) => d.status)).toEqual(['error', 'running']);
-    expect((await h.call('POST', `${one}/query`, { sql: 'select 1' })).body.code).toBe('database_not_running');
+    expect((await h.request('POST', `${one}/query`, { sql: 'select 1' })).body.code).toBe('database_not_running');
     await docker.getContainer(`pier-db-${res.body.id}`).start();
-    await waitFor(async () => ((await h.call('GET', one)).body.status === 'running' ? true : undefined));
-    expect((await h.call('POST', `${one}/query`, { sql: 'select 1' })).status).toBe(200);
+    await until(() => status(one), (s) => s === 'running', 60_000);
+    expect((await h.request('POST', `${one}/query`, { sql: 'select 1' })).status).toBe(200);
   });
 });

@@ -3,7 +3,7 @@ import { resolveProvision, resolveUpdate } from '../src/domain/rules.ts';
 import { normaliseCidr } from '../src/domain/cidr.ts';
 import { renderPgHba, renderMysqlAccess, mysqlHostOf, type AccessPolicy } from '../src/domain/access.ts';
 import { resync } from '../src/domain/status.ts';
-import { connectionJson } from '../src/domain/connection.ts';
+import { connectionJson } from '../src/http/shapes.ts';
 import type { ClusterCapabilities } from '../src/domain/capabilities.ts';
 import type { DatabaseRecord } from '../src/domain/database.ts';
 

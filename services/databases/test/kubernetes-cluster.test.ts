@@ -6,9 +6,9 @@ import { randomUUID } from 'node:crypto';
 import { KubeConfig } from '@kubernetes/client-node';
 import { vpcNamespace } from '@pier/kit';
 import { KubernetesCluster } from '../src/cluster/kubernetes.ts';
-import type { ClusterDatabase } from '../src/cluster/port.ts';
+import type { ClusterDatabase } from '../src/domain/cluster-port.ts';
 import { FakeKubernetes, KINDS } from '@pier/testing';
-import { startDatabases, type Harness } from './support.ts';
+import { startDatabases, type Databases } from './support.ts';
 
 const DOMAINS = { postgresql: 'pg.example.com', mysql: 'my.example.com' };
 /** The kinds the adapter applies, as the fake names them (apiVersion, kind). */
@@ -24,10 +24,10 @@ const K = {
 let fake: FakeKubernetes;
 let cluster: KubernetesCluster;
 
-function adapter(): KubernetesCluster {
+function adapter(installation?: string): KubernetesCluster {
   const kc = new KubeConfig();
   kc.loadFromString(fake.kubeconfig());
-  return new KubernetesCluster(kc, { domains: DOMAINS, storageClass: 'fast', timeoutMs: 2000 });
+  return new KubernetesCluster(kc, { installation, domains: DOMAINS, storageClass: 'fast', timeoutMs: 2000 });
 }
 
 function database(over: Partial<ClusterDatabase> = {}): ClusterDatabase {
@@ -141,6 +141,26 @@ describe('postgresql on CloudNativePG', () => {
     expect([...fake.objects.keys()].filter((k) => k.includes(`/${ns}/`))).toEqual([]);
     expect((await cluster.observe(db.vpcId, [db.id])).get(db.id)).toEqual({ phase: 'absent' });
   });
+
+  it("lists only its installation's databases, in every namespace, whatever kinds are left", async () => {
+    const installation = randomUUID();
+    const mine = adapter(installation);
+    const pg = database();
+    const my = database({ engine: 'mysql', version: '8.4', replicas: 1 });
+    await mine.apply(pg);
+    await mine.apply(my);
+    await adapter(randomUUID()).apply(database()); // another installation's
+    await cluster.apply(database()); // unlabelled: never listed
+    const byId = (refs: { id: string }[]) => [...refs].sort((a, b) => a.id.localeCompare(b.id));
+    const want = (d: ClusterDatabase) => ({ id: d.id, shortId: d.shortId, vpcId: d.vpcId, engine: d.engine });
+    expect(byId(await mine.list())).toEqual(byId([want(pg), want(my)]));
+    // What a crash between two objects leaves (a Secret without its Cluster) is listed too.
+    fake.objects.delete(`${K.cluster.join('/')}/${vpcNamespace(pg.vpcId)}/db-${pg.shortId}`);
+    expect(byId(await mine.list())).toEqual(byId([want(pg), want(my)]));
+    for (const d of [pg, my]) await mine.delete(d);
+    expect(await mine.list()).toEqual([]);
+    expect(await cluster.list()).toEqual([]);
+  });
 });
 
 describe('mysql on MOCO', () => {
@@ -170,44 +190,44 @@ describe('mysql on MOCO', () => {
 });
 
 describe('the API on the kubernetes adapter', () => {
-  let h: Harness;
+  let h: Databases;
   beforeAll(async () => {
-    h = await startDatabases({}, { cluster: adapter() });
+    h = await startDatabases({}, { cluster: (installation) => adapter(installation) });
   });
   afterAll(async () => {
     await h.stop();
   });
 
   it('validates against what the operators run, provisions, resyncs and deletes', async () => {
-    expect((await h.call('POST', h.base, { name: 'x', postgres_version: '12' })).body.field).toBe('postgres_version');
-    expect((await h.call('POST', h.base, { name: 'x', engine: 'mysql', replicas: 7 })).body.field).toBe('replicas');
-    const res = await h.call('POST', h.base, { name: 'k8s', replicas: 1 });
+    expect((await h.request('POST', h.base, { name: 'x', postgres_version: '12' })).body.field).toBe('postgres_version');
+    expect((await h.request('POST', h.base, { name: 'x', engine: 'mysql', replicas: 7 })).body.field).toBe('replicas');
+    const res = await h.request('POST', h.base, { name: 'k8s', replicas: 1 });
     expect(res.status).toBe(202);
     expect(res.body).toMatchObject({ status: 'creating', postgres_version: '16', replicas: 1 });
     const ns = vpcNamespace(h.vpcId);
     const name = `db-${res.body.short_id}`;
-    expect((await h.call('GET', `${h.base}/${res.body.id}`)).body.status).toBe('creating');
+    expect((await h.request('GET', `${h.base}/${res.body.id}`)).body.status).toBe('creating');
     fake.setStatus(...K.cluster, ns, name, { phase: 'Cluster in healthy state', readyInstances: 2 });
-    expect((await h.call('GET', `${h.base}/${res.body.id}`)).body.status).toBe('running');
+    expect((await h.request('GET', `${h.base}/${res.body.id}`)).body.status).toBe('running');
 
-    const conn = await h.call('GET', `${h.base}/${res.body.id}/connection`);
+    const conn = await h.request('GET', `${h.base}/${res.body.id}/connection`);
     expect(conn.body).toMatchObject({ host: `${name}-rw.${ns}.svc`, read_only_host: `${name}-ro.${ns}.svc`, external_url: null });
-    const ext = await h.call('PATCH', `${h.base}/${res.body.id}`, { external_access_enabled: true });
+    const ext = await h.request('PATCH', `${h.base}/${res.body.id}`, { external_access_enabled: true });
     expect(ext.status).toBe(200);
-    const rule = await h.call('POST', `${h.base}/${res.body.id}/ip-allowlist`, { cidr: '198.51.100.7' });
+    const rule = await h.request('POST', `${h.base}/${res.body.id}/ip-allowlist`, { cidr: '198.51.100.7' });
     expect(rule.status).toBe(201);
     // Found by schemathesis: U+0000 in the description reached the INSERT and came back 500.
-    const nul = await h.call('POST', `${h.base}/${res.body.id}/ip-allowlist`, { cidr: '198.51.100.8', description: 'a\u0000b' });
+    const nul = await h.request('POST', `${h.base}/${res.body.id}/ip-allowlist`, { cidr: '198.51.100.8', description: 'a\u0000b' });
     expect(nul.status).toBe(400);
     expect(nul.body).toEqual({ error: 'description: must not contain NUL characters (U+0000)', code: 'invalid_request', field: 'description' });
-    expect((await h.call('GET', `${h.base}/${res.body.id}/ip-allowlist`)).body.items).toHaveLength(1);
+    expect((await h.request('GET', `${h.base}/${res.body.id}/ip-allowlist`)).body.items).toHaveLength(1);
     expect(fake.get(...K.service, ns, `${name}-external`)!.spec.loadBalancerSourceRanges).toEqual(['198.51.100.7/32']);
-    const c = (await h.call('GET', `${h.base}/${res.body.id}/connection`)).body;
+    const c = (await h.request('GET', `${h.base}/${res.body.id}/connection`)).body;
     expect(c.external_url).toBe(`postgresql://app_${res.body.short_id}:${c.password}@${res.body.short_id}.pg.pier.localhost:5432/${res.body.short_id}`);
 
-    expect((await h.call('DELETE', `${h.base}/${res.body.id}`)).status).toBe(202);
-    for (let i = 0; i < 40 && (await h.call('GET', `${h.base}/${res.body.id}`)).status !== 404; i++) await new Promise((r) => setTimeout(r, 50));
-    expect((await h.call('GET', `${h.base}/${res.body.id}`)).status).toBe(404);
+    expect((await h.request('DELETE', `${h.base}/${res.body.id}`)).status).toBe(202);
+    for (let i = 0; i < 40 && (await h.request('GET', `${h.base}/${res.body.id}`)).status !== 404; i++) await new Promise((r) => setTimeout(r, 50));
+    expect((await h.request('GET', `${h.base}/${res.body.id}`)).status).toBe(404);
     expect(fake.get(...K.cluster, ns, name)).toBeUndefined();
   });
 
@@ -217,12 +237,12 @@ describe('the API on the kubernetes adapter', () => {
     await down.stop(); // a port that no longer answers
     const kc = new KubeConfig();
     kc.loadFromString(down.kubeconfig());
-    const h2 = await startDatabases({}, { cluster: new KubernetesCluster(kc, { domains: DOMAINS, timeoutMs: 1000 }) });
+    const h2 = await startDatabases({}, { cluster: (installation) => new KubernetesCluster(kc, { installation, domains: DOMAINS, timeoutMs: 1000 }) });
     try {
-      const res = await h2.call('POST', h2.base, { name: 'nope' });
+      const res = await h2.request('POST', h2.base, { name: 'nope' });
       expect(res.status).toBe(503);
       expect(res.body.code).toBe('cluster_unavailable');
-      expect((await h2.call('GET', h2.base)).body.items).toEqual([]);
+      expect((await h2.request('GET', h2.base)).body.items).toEqual([]);
     } finally {
       await h2.stop();
     }

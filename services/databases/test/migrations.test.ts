@@ -20,9 +20,13 @@ const tables = async () =>
 
 it('migrates up, down and up again', async () => {
   await migrate(knex, SCHEMA, migrations, 'up');
-  expect(await tables()).toEqual(['allowlist_rules', 'databases', 'outbox']);
+  expect(await tables()).toEqual(['allowlist_rules', 'databases', 'installation', 'outbox']);
+  // One installation id, drawn at random, and no second row.
+  const [{ id }] = await knex('installation').select('id');
+  expect(id).toMatch(/^[0-9a-f-]{36}$/);
+  await expect(knex('installation').insert({ singleton: false, id })).rejects.toThrow(/installation_one_row/);
   await migrate(knex, SCHEMA, migrations, 'down');
   expect(await tables()).toEqual([]);
   await migrate(knex, SCHEMA, migrations, 'up');
-  expect(await tables()).toEqual(['allowlist_rules', 'databases', 'outbox']);
+  expect(await tables()).toEqual(['allowlist_rules', 'databases', 'installation', 'outbox']);
 });

@@ -1,101 +1,110 @@
+/**
+ * The databases service on its own, for its service-level tests: the shared harness
+ * (fresh database, the suite's NATS, identity tokens for any role) and the real Docker
+ * engine, or a cluster adapter the test builds. Crash tests run it as a child process
+ * (spawnDatabases) so it can be killed for real.
+ */
 import { randomUUID } from 'node:crypto';
-import { execFile } from 'node:child_process';
-import { inject } from 'vitest';
-import { generateIdentityKeys, importIdentityKey, signIdentity, vpcNetwork, type RunningService } from '@pier/kit';
-import { createTestDatabase } from '@pier/testing';
-import { readConfig, start, type StartOptions } from '../src/index.ts';
+import { importIdentityKey, signIdentity, IDENTITY_HEADER, type RunningService } from '@pier/kit';
+import { adminQuery, infra, removeVpcObjects, spawnService, startServiceUnderTest, testLabels, type IdentityKeys, type ServiceProcess, type ServiceUnderTest, type TestDatabase } from '@pier/testing';
+import { start, readConfig, type StartOptions } from '../src/index.ts';
 
-/** The suite's PostgreSQL and NATS (global setup), or servers named in the environment. */
-export function infra(): { postgresAdminUrl: string; natsUrl: string } {
-  const get = (key: 'postgresAdminUrl' | 'natsUrl') => {
-    try {
-      return inject(key) || undefined;
-    } catch {
-      return undefined;
-    }
-  };
-  const postgresAdminUrl = get('postgresAdminUrl') ?? process.env.PIER_TEST_POSTGRES_URL;
-  const natsUrl = get('natsUrl') ?? process.env.PIER_TEST_NATS_URL;
-  if (!postgresAdminUrl || !natsUrl) throw new Error('no test PostgreSQL/NATS: run under the suite global setup or set PIER_TEST_POSTGRES_URL / PIER_TEST_NATS_URL');
-  return { postgresAdminUrl, natsUrl };
+export { infra, until, docker, adminQuery, removeVpcObjects, type TestDatabase } from '@pier/testing';
+
+/** The suite's labels on everything the docker adapter makes (./pier test removes what carries its run's). */
+export const CONTAINER_LABELS = Object.entries(testLabels())
+  .map(([k, v]) => `${k}=${v}`)
+  .join(',');
+
+export interface Databases extends ServiceUnderTest<RunningService> {
+  /** Base path of the databases API in the harness's workspace/VPC. */
+  base: string;
 }
 
-export interface Harness {
-  running: RunningService;
-  db: Awaited<ReturnType<typeof createTestDatabase>>;
+/** The databases service in this process, on a fresh database, called as an Owner by default. */
+export async function startDatabases(env: Record<string, string> = {}, options: Omit<StartOptions, 'logDestination'> = {}): Promise<Databases> {
+  const h = await startServiceUnderTest({
+    schema: 'databases',
+    start: (e, logs) => start(readConfig(e), { ...options, logDestination: logs }),
+    env: {
+      PIER_DATABASES_HTTP_PORT: '0',
+      PIER_DATABASES_RECONCILE_INTERVAL_MS: '500',
+      PIER_DATABASES_PENDING_GRACE_MS: '1000',
+      PIER_DATABASES_CONTAINER_LABELS: CONTAINER_LABELS,
+      ...env,
+    },
+  });
+  const stopService = h.stop;
+  return Object.assign(h, {
+    base: `/api/v1/workspaces/${h.workspaceId}/vpcs/${h.vpcId}/databases`,
+    async stop() {
+      await stopService();
+      await removeVpcObjects(h.vpcId);
+    },
+  });
+}
+
+/** One databases service process (see spawnDatabases); `call` works across its restarts. */
+export interface DatabasesProcess {
+  db: TestDatabase;
   workspaceId: string;
   vpcId: string;
   base: string;
-  /** fetch against the service as an Owner of the workspace/VPC; JSON in and out. */
+  proc: ServiceProcess;
+  /** Starts the process (again) on the same database, with `env` over the common settings. */
+  spawn(env?: Record<string, string>): Promise<ServiceProcess>;
   call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
+  /** One query as the superuser of the service's database. */
+  sql(query: string, params?: unknown[]): Promise<any[]>;
   stop(): Promise<void>;
 }
 
-/** The databases service alone, against a fresh test database, called as its Owner. */
-export async function startDatabases(env: Record<string, string> = {}, options: StartOptions = {}): Promise<Harness> {
-  const { postgresAdminUrl, natsUrl } = infra();
-  const db = await createTestDatabase(postgresAdminUrl);
-  const keys = await generateIdentityKeys();
-  const running = await start(
-    readConfig({
-      PIER_DATABASE_URL: db.urls.databases,
-      PIER_NATS_URL: natsUrl,
-      PIER_IDENTITY_PUBLIC_KEY: keys.publicJwk,
-      PIER_DATABASES_HTTP_PORT: '0',
-      PIER_LOG_LEVEL: process.env.PIER_TEST_LOG_LEVEL ?? 'warn',
-      PIER_DATABASES_CONTAINER_LABELS: ['pier.test=true', ...(process.env.PIER_TEST_RUN ? [`pier.test.run=${process.env.PIER_TEST_RUN}`] : [])].join(','),
-      ...env,
-    }),
-    options,
-  );
+/**
+ * The databases service as a child process, as in production, on a fresh database that
+ * outlives it: a test arms a crash point (PIER_CRASH_AT) for the first process, lets it
+ * die, and spawns the next on the same records.
+ */
+export async function spawnDatabases(keys: IdentityKeys, db: TestDatabase): Promise<DatabasesProcess> {
   const workspaceId = randomUUID();
   const vpcId = randomUUID();
   const key = await importIdentityKey(keys.privateJwk);
-  const url = `http://127.0.0.1:${running.httpPort}`;
-  return {
-    running,
+  const token = await signIdentity(key, { kind: 'user', subject: randomUUID(), email: 'owner@example.test', role: 'owner', workspaceId, vpcId }, 3600);
+  const common = {
+    PIER_DATABASE_URL: db.urls.databases,
+    PIER_NATS_URL: infra().natsUrl,
+    PIER_IDENTITY_PUBLIC_KEY: keys.publicJwk,
+    PIER_DATABASES_HTTP_PORT: '0',
+    // spawnService learns the port from the "listening" line.
+    PIER_LOG_LEVEL: 'info',
+    PIER_DATABASES_RECONCILE_INTERVAL_MS: '500',
+    PIER_DATABASES_PENDING_GRACE_MS: '1000',
+    PIER_DATABASES_CONTAINER_LABELS: CONTAINER_LABELS,
+  };
+  const p: DatabasesProcess = {
     db,
     workspaceId,
     vpcId,
     base: `/api/v1/workspaces/${workspaceId}/vpcs/${vpcId}/databases`,
+    proc: undefined as unknown as ServiceProcess,
+    async spawn(env = {}) {
+      // PIER_CRASH_AT may be in this process's own environment: only `env` arms it.
+      p.proc = await spawnService('databases', { ...common, PIER_CRASH_AT: '', ...env });
+      return p.proc;
+    },
     async call(method, path, body) {
-      const token = await signIdentity(key, { kind: 'user', subject: 'owner', workspaceId, vpcId, role: 'owner' }, 60);
-      const res = await fetch(url + path, {
+      const res = await fetch(`http://127.0.0.1:${p.proc.httpPort}${path}`, {
         method,
-        headers: { 'x-pier-identity': token, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        headers: { [IDENTITY_HEADER]: token, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       const text = await res.text();
       return { status: res.status, body: text ? JSON.parse(text) : undefined };
     },
+    sql: (query, params = []) => adminQuery(db.adminUrl, query, params),
     async stop() {
-      await running.stop();
-      await db.drop();
-      await removeVpcLeftovers(vpcId);
+      await p.proc?.stop();
+      await removeVpcObjects(vpcId);
     },
   };
-}
-
-function docker(args: string[]): Promise<string> {
-  return new Promise((resolve) => execFile('docker', args, (_e, stdout) => resolve(String(stdout))));
-}
-
-/** Containers, volumes and the network the docker adapter made for this VPC. */
-export async function removeVpcLeftovers(vpcId: string): Promise<void> {
-  const filters = ['--filter', 'label=pier.service=databases', '--filter', `label=pier.vpc=${vpcId}`];
-  const containers = (await docker(['ps', '-aq', ...filters])).split('\n').filter(Boolean);
-  if (containers.length) await docker(['rm', '-f', '-v', ...containers]);
-  const volumes = (await docker(['volume', 'ls', '-q', ...filters])).split('\n').filter(Boolean);
-  if (volumes.length) await docker(['volume', 'rm', '-f', ...volumes]);
-  await docker(['network', 'rm', vpcNetwork(vpcId)]);
-}
-
-export async function waitFor<T>(fn: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  return p;
 }

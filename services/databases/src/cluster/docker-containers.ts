@@ -1,7 +1,7 @@
 import type Docker from 'dockerode';
 import { dockerLimits, resourcesOf } from '@pier/kit';
 import { appUserOf, type Engine } from '../domain/database.ts';
-import type { ClusterDatabase, ClusterRef } from './port.ts';
+import type { ClusterDatabase, ClusterRef } from '../domain/cluster-port.ts';
 
 // Names and container definitions of the docker adapter. One server container per
 // database (plus a PgBouncer container for postgresql), on the VPC's network, with the

@@ -3,11 +3,10 @@ import { randomBytes } from 'node:crypto';
 import { vpcNetwork, UnavailableError, ConflictError } from '@pier/kit';
 import { ensureVpcNetwork, type VpcNetworkFacts } from '@pier/kit/docker';
 import type { ClusterCapabilities } from '../domain/capabilities.ts';
-import { appUserOf, CONSOLE_USER, type Engine } from '../domain/database.ts';
+import { appUserOf, CONSOLE_USER, shortIdOf, type Engine } from '../domain/database.ts';
 import { renderPgHba, renderMysqlAccess, type AccessPolicy } from '../domain/access.ts';
 import type { Observation, Phase } from '../domain/status.ts';
-import type { Credentials, Endpoints } from '../domain/connection.ts';
-import type { ClusterDatabase, ClusterRef, DatabaseCluster, SqlTarget } from './port.ts';
+import type { ClusterDatabase, ClusterRef, Credentials, DatabaseCluster, Endpoints, SqlTarget } from '../domain/cluster-port.ts';
 import { envOf, exec, ignoreNotFound, statusCodeOf, translateDockerError } from './docker-engine.ts';
 import {
   ENGINE_PORT,
@@ -25,6 +24,12 @@ import {
 
 export interface DockerClusterOptions {
   docker?: Docker;
+  /**
+   * This installation's id, labelled `pier.installation` on every container and volume:
+   * `list` (and so the sweep of orphans) sees only objects carrying it. Without it nothing
+   * is labelled and `list` finds nothing.
+   */
+  installation?: string;
   /** Image of the postgresql engine (deploy/images/pg-managed). */
   postgresImage: string;
   /** Image of the mysql engine: MariaDB 10.11 (deploy/images/mariadb). */
@@ -49,6 +54,8 @@ const CAPABILITIES: ClusterCapabilities = {
 
 const password = () => randomBytes(24).toString('hex');
 
+const INSTALLATION_LABEL = 'pier.installation';
+
 export class DockerCluster implements DatabaseCluster {
   readonly capabilities = CAPABILITIES;
   private readonly docker: Docker;
@@ -66,6 +73,7 @@ export class DockerCluster implements DatabaseCluster {
       'pier.vpc': db.vpcId,
       'pier.engine': db.engine,
       ...(db.workspaceId ? { 'pier.workspace': db.workspaceId } : {}),
+      ...(this.opts.installation ? { [INSTALLATION_LABEL]: this.opts.installation } : {}),
     };
   }
 
@@ -233,6 +241,25 @@ export class DockerCluster implements DatabaseCluster {
         await ignoreNotFound(this.docker.getVolume(volumeName(db)).remove());
       }
     });
+  }
+
+  async list(): Promise<ClusterRef[]> {
+    const installation = this.opts.installation;
+    if (!installation) return [];
+    const label = ['pier.service=databases', `${INSTALLATION_LABEL}=${installation}`];
+    const [containers, volumes] = await this.guard(() =>
+      Promise.all([this.docker.listContainers({ all: true, filters: { label } }), this.docker.listVolumes({ filters: { label } })]),
+    );
+    const refs = new Map<string, ClusterRef>();
+    // A volume without its container is what a crash between the two creations leaves.
+    for (const labels of [...containers.map((c) => c.Labels), ...(volumes.Volumes ?? []).map((v) => v.Labels ?? {})]) {
+      const id = labels['pier.database'];
+      const vpcId = labels['pier.vpc'];
+      const engine = labels['pier.engine'];
+      if (!id || !vpcId || (engine !== 'postgresql' && engine !== 'mysql') || labels[INSTALLATION_LABEL] !== installation) continue;
+      refs.set(id, { id, shortId: shortIdOf(id), vpcId, engine });
+    }
+    return [...refs.values()];
   }
 
   private async server(db: ClusterRef): Promise<Docker.ContainerInspectInfo> {

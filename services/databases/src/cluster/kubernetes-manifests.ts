@@ -1,7 +1,7 @@
 import { vpcNamespace, resourcesOf } from '@pier/kit';
 import { appUserOf, CONSOLE_USER } from '../domain/database.ts';
 import { pgHbaHostLines, type AccessPolicy } from '../domain/access.ts';
-import type { ClusterDatabase, ClusterRef } from './port.ts';
+import type { ClusterDatabase, ClusterRef } from '../domain/cluster-port.ts';
 
 // The objects the kubernetes adapter applies, as plain manifests (pure functions, so
 // tests validate exactly what is sent). PostgreSQL runs under CloudNativePG (Cluster,
@@ -19,6 +19,9 @@ export const LABELS = {
   database: 'pier.dev/database-id',
   vpc: 'pier.dev/vpc-id',
   workspace: 'pier.dev/workspace-id',
+  engine: 'pier.dev/engine',
+  /** Set by the adapter on everything it applies (but namespaces, which services share). */
+  installation: 'pier.dev/installation',
 } as const;
 
 export const SELECTOR = `${LABELS.managedBy}=pier,${LABELS.component}=database`;
@@ -61,6 +64,7 @@ function meta(db: ClusterRef & { workspaceId?: string }, name: string) {
       [LABELS.component]: 'database',
       [LABELS.database]: db.id,
       [LABELS.vpc]: db.vpcId,
+      [LABELS.engine]: db.engine,
       ...(db.workspaceId ? { [LABELS.workspace]: db.workspaceId } : {}),
     },
   };

@@ -3,11 +3,10 @@ import { randomBytes } from 'node:crypto';
 import { vpcNamespace, UnavailableError, ConflictError } from '@pier/kit';
 import { kubeConfigFrom, kubernetesApiConfiguration } from '@pier/kit/kubernetes';
 import type { ClusterCapabilities } from '../domain/capabilities.ts';
-import { appUserOf, CONSOLE_USER, type Engine } from '../domain/database.ts';
-import type { Credentials, Endpoints } from '../domain/connection.ts';
-import type { ExternalDomains } from '../domain/connection.ts';
+import { appUserOf, CONSOLE_USER, shortIdOf, type Engine } from '../domain/database.ts';
+import type { ExternalDomains } from '../domain/context.ts';
 import type { Observation } from '../domain/status.ts';
-import type { ClusterDatabase, ClusterRef, DatabaseCluster, SqlTarget } from './port.ts';
+import type { ClusterDatabase, ClusterRef, Credentials, DatabaseCluster, Endpoints, SqlTarget } from '../domain/cluster-port.ts';
 import {
   CNPG,
   MOCO,
@@ -45,6 +44,11 @@ const PG_IMAGES: Record<string, string> = { '13': '13.22', '14': '14.19', '15': 
 const MYSQL_IMAGES: Record<string, string> = { '8.0': '8.0.43', '8.4': '8.4.6' };
 
 export interface KubernetesClusterOptions {
+  /**
+   * This installation's id, labelled on every object the adapter applies: `list` (and so
+   * the sweep of orphans) sees only objects carrying it. Without it `list` finds nothing.
+   */
+  installation?: string;
   storageClass?: string;
   clusterNetworks?: string[];
   domains: ExternalDomains;
@@ -93,7 +97,9 @@ export class KubernetesCluster implements DatabaseCluster {
   }
 
   private async applyObject(m: Manifest): Promise<void> {
-    await this.api.patch(m as KubernetesObject, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+    const installation = this.opts.installation;
+    const labelled = installation && m.kind !== 'Namespace' ? { ...m, metadata: { ...m.metadata, labels: { ...m.metadata.labels, [LABELS.installation]: installation } } } : m;
+    await this.api.patch(labelled as KubernetesObject, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
   }
 
   private async read<T extends KubernetesObject>(apiVersion: string, kind: string, name: string, namespace: string): Promise<T | undefined> {
@@ -196,6 +202,36 @@ export class KubernetesCluster implements DatabaseCluster {
       await this.remove('v1', 'Secret', n.appSecret, ns);
       await this.remove('v1', 'Secret', n.consoleSecret, ns);
     });
+  }
+
+  async list(): Promise<ClusterRef[]> {
+    const installation = this.opts.installation;
+    if (!installation) return [];
+    const selector = `${SELECTOR},${LABELS.installation}=${installation}`;
+    const kinds: [string, string][] = [[CNPG, 'Cluster'], [CNPG, 'Pooler'], [MOCO, 'MySQLCluster'], ['batch/v1', 'Job'], ['v1', 'Secret'], ['v1', 'Service']];
+    const lists = await this.guard(() =>
+      Promise.all(
+        kinds.map(async ([apiVersion, kind]) => {
+          try {
+            // Every namespace at once: one call per kind.
+            return (await this.api.list(apiVersion, kind, undefined, undefined, undefined, undefined, undefined, selector)).items as unknown as K8sObject[];
+          } catch (err) {
+            if (statusOf(err) === 404) return []; // an operator that is not installed
+            throw err;
+          }
+        }),
+      ),
+    );
+    const refs = new Map<string, ClusterRef>();
+    for (const o of lists.flat()) {
+      const labels = o.metadata?.labels ?? {};
+      const id = labels[LABELS.database];
+      const vpcId = labels[LABELS.vpc];
+      const engine = labels[LABELS.engine];
+      if (!id || !vpcId || (engine !== 'postgresql' && engine !== 'mysql')) continue;
+      refs.set(id, { id, shortId: shortIdOf(id), vpcId, engine });
+    }
+    return [...refs.values()];
   }
 
   private async secretPassword(db: ClusterRef, name: string): Promise<string> {

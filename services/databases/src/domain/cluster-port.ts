@@ -1,12 +1,11 @@
-import type { ClusterCapabilities } from '../domain/capabilities.ts';
-import type { Credentials, Endpoints } from '../domain/connection.ts';
-import type { Engine } from '../domain/database.ts';
-import type { InstanceType } from '@pier/kit';
-import type { Observation } from '../domain/status.ts';
-
 // What the databases service needs from a cluster. Shaped after crossplane's managed
 // resource contract: `observe` reports the live state, `apply` and `delete` converge and
-// are idempotent, so a call repeated after a crash or a timeout does no harm.
+// are idempotent, so a call repeated after a crash or a timeout does no harm. The domain
+// defines it; cluster/docker.ts and cluster/kubernetes.ts implement it.
+import type { InstanceType } from '@pier/kit';
+import type { ClusterCapabilities } from './capabilities.ts';
+import type { Engine } from './database.ts';
+import type { Observation } from './status.ts';
 
 /** Everything an adapter needs to run one database. */
 export interface ClusterDatabase {
@@ -38,6 +37,23 @@ export interface SqlTarget {
   runAs?: string;
 }
 
+/** Endpoints the cluster routes to one database. */
+export interface Endpoints {
+  host: string;
+  port: number;
+  readOnlyHost: string;
+  /** postgresql only. */
+  poolerHost?: string;
+  poolerHostRo?: string;
+  /** The port clients outside reach; 5432/3306 on kubernetes, the published port on docker. */
+  externalPort?: number;
+}
+
+export interface Credentials {
+  username: string;
+  password: string;
+}
+
 export interface DatabaseCluster {
   readonly capabilities: ClusterCapabilities;
   /** Throws UnavailableError when the cluster cannot be reached. */
@@ -48,6 +64,12 @@ export interface DatabaseCluster {
   observe(vpcId: string, ids: string[]): Promise<Map<string, Observation>>;
   /** Removes everything the database runs on, data included. Idempotent. */
   delete(db: ClusterRef): Promise<void>;
+  /**
+   * Every database this installation has objects of in the cluster (containers, volumes,
+   * custom resources), found by the installation label the adapter puts on all it
+   * creates. Objects without that label are never listed, so they are never swept.
+   */
+  list(): Promise<ClusterRef[]>;
   /** Endpoints it routes and the live credentials, read from the cluster. */
   connection(db: ClusterDatabase): Promise<{ endpoints: Endpoints; credentials: Credentials }>;
   sqlTarget(db: ClusterRef): Promise<SqlTarget>;

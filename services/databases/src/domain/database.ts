@@ -1,3 +1,4 @@
+// The records the databases service keeps, and the names derived from them.
 import type { InstanceType } from '@pier/kit';
 
 export const ENGINES = ['postgresql', 'mysql'] as const;
@@ -23,16 +24,39 @@ export interface DatabaseRecord {
   status: DatabaseStatus;
   /** Why the database is in `error`, as the cluster reported it. */
   statusReason: string | null;
+  /** False until the cluster accepted the provision; such a row is never shown to clients. */
+  provisioned: boolean;
+  /** A resize or external-access change asked of the cluster and not yet committed. */
+  pendingChange: PendingChange | null;
+  pendingSince: Date | null;
   createdAt: Date;
   updatedAt: Date;
 }
+
+/** The part of a database the cluster runs that PATCH can change. */
+export interface PendingChange {
+  instanceType: InstanceType;
+  storageGb: number;
+  externalAccessEnabled: boolean;
+}
+
+/**
+ * `adding`: written, the cluster being told to admit it; `active`: in force; `removing`:
+ * the cluster being told to drop it. What a crash leaves `adding` is undone (the client
+ * never got its 201), what it leaves `removing` is finished (the client asked for it).
+ */
+export const RULE_STATES = ['adding', 'active', 'removing'] as const;
+export type RuleState = (typeof RULE_STATES)[number];
 
 export interface AllowlistRule {
   id: string;
   databaseId: string;
   cidr: string;
   description: string;
+  state: RuleState;
   createdAt: Date;
+  /** When the rule entered its state: a pending one older than the grace was left by a crash. */
+  updatedAt: Date;
 }
 
 /** `<short_id>`: the first 8 characters of the UUID; also the database name in the engine. */
@@ -47,34 +71,3 @@ export function appUserOf(shortId: string): string {
 
 /** The role the control plane itself uses for the console, schema and slow queries. */
 export const CONSOLE_USER = 'pier_console';
-
-export function toJson(db: DatabaseRecord): Record<string, unknown> {
-  return {
-    id: db.id,
-    short_id: db.shortId,
-    workspace_id: db.workspaceId,
-    vpc_id: db.vpcId,
-    name: db.name,
-    engine: db.engine,
-    instance_type: db.instanceType,
-    storage_gb: db.storageGb,
-    postgres_version: db.engine === 'postgresql' ? db.version : null,
-    mysql_version: db.engine === 'mysql' ? db.version : null,
-    replicas: db.replicas,
-    external_access_enabled: db.externalAccessEnabled,
-    status: db.status,
-    status_reason: db.status === 'error' ? db.statusReason : null,
-    created_at: db.createdAt.toISOString(),
-    updated_at: db.updatedAt.toISOString(),
-  };
-}
-
-export function ruleToJson(rule: AllowlistRule): Record<string, unknown> {
-  return {
-    id: rule.id,
-    database_id: rule.databaseId,
-    cidr: rule.cidr,
-    description: rule.description,
-    created_at: rule.createdAt.toISOString(),
-  };
-}

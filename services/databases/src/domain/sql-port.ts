@@ -1,7 +1,7 @@
-import type { SqlTarget } from '../cluster/port.ts';
-
 // The SQL the control plane speaks to a managed database: the console, the schema
-// inspector and the slow-query log, one implementation per engine.
+// inspector and the slow-query log. The domain defines it; sql/postgres.ts and
+// sql/mysql.ts implement it, one per engine.
+import type { SqlTarget } from './cluster-port.ts';
 
 export interface ConsoleLimits {
   /** Statement timeout, ms. */

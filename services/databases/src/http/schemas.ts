@@ -9,11 +9,6 @@ export const vpcParams = z.object({ workspaceID: z.string(), vpcID: z.string() }
 export const databaseParams = vpcParams.extend({ databaseID: z.string() });
 export const ruleParams = databaseParams.extend({ ruleID: z.string() });
 
-export const pageQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(200).default(50),
-  cursor: z.string().min(1).optional(),
-});
-
 /** Versions are strings ("15", "10.11"); a bare number is taken as its text. */
 const version = z.union([z.string().min(1).max(20), z.number()]).transform(String);
 

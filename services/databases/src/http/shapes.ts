@@ -1,27 +1,39 @@
-import type { Engine } from './database.ts';
+// The JSON the databases API answers with, shaped from the domain's records. The
+// connection's external endpoints follow the spec's URL shapes and are given only with
+// external access on.
+import type { AllowlistRule, DatabaseRecord, Engine } from '../domain/database.ts';
+import type { Credentials } from '../domain/cluster-port.ts';
+import type { ConnectionDetails } from '../domain/connection.ts';
 
-// The connection response: internal endpoints the adapter routes, the live credentials,
-// and the external endpoints in the spec's shapes (only with external access on).
-
-export interface Endpoints {
-  host: string;
-  port: number;
-  readOnlyHost: string;
-  /** postgresql only. */
-  poolerHost?: string;
-  poolerHostRo?: string;
-  /** The port clients outside reach; 5432/3306 on kubernetes, the published port on docker. */
-  externalPort?: number;
+export function databaseJson(db: DatabaseRecord): Record<string, unknown> {
+  return {
+    id: db.id,
+    short_id: db.shortId,
+    workspace_id: db.workspaceId,
+    vpc_id: db.vpcId,
+    name: db.name,
+    engine: db.engine,
+    instance_type: db.instanceType,
+    storage_gb: db.storageGb,
+    postgres_version: db.engine === 'postgresql' ? db.version : null,
+    mysql_version: db.engine === 'mysql' ? db.version : null,
+    replicas: db.replicas,
+    external_access_enabled: db.externalAccessEnabled,
+    status: db.status,
+    status_reason: db.status === 'error' ? db.statusReason : null,
+    created_at: db.createdAt.toISOString(),
+    updated_at: db.updatedAt.toISOString(),
+  };
 }
 
-export interface Credentials {
-  username: string;
-  password: string;
-}
-
-export interface ExternalDomains {
-  postgresql: string;
-  mysql: string;
+export function ruleJson(rule: AllowlistRule): Record<string, unknown> {
+  return {
+    id: rule.id,
+    database_id: rule.databaseId,
+    cidr: rule.cidr,
+    description: rule.description,
+    created_at: rule.createdAt.toISOString(),
+  };
 }
 
 const SCHEME: Record<Engine, string> = { postgresql: 'postgresql', mysql: 'mysql' };
@@ -30,16 +42,7 @@ function url(engine: Engine, c: Credentials, host: string, port: number, databas
   return `${SCHEME[engine]}://${encodeURIComponent(c.username)}:${encodeURIComponent(c.password)}@${host}:${port}/${database}`;
 }
 
-export interface ConnectionInput {
-  engine: Engine;
-  shortId: string;
-  externalAccessEnabled: boolean;
-  endpoints: Endpoints;
-  credentials: Credentials;
-  domains: ExternalDomains;
-}
-
-export function connectionJson(i: ConnectionInput): Record<string, unknown> {
+export function connectionJson(i: ConnectionDetails): Record<string, unknown> {
   const { engine, shortId: db, endpoints: e, credentials: c } = i;
   const out: Record<string, unknown> = {
     engine,

@@ -1,7 +1,7 @@
 import mysql from 'mysql2';
 import { InputError, UnavailableError } from '@pier/kit';
-import type { SqlTarget } from '../cluster/port.ts';
-import type { ConsoleLimits, IndexSchema, QueryResult, SlowQuery, SqlEngine, TableSchema } from './port.ts';
+import type { SqlTarget } from '../domain/cluster-port.ts';
+import type { ConsoleLimits, IndexSchema, QueryResult, SlowQuery, SqlEngine, TableSchema } from '../domain/sql-port.ts';
 
 // MySQL-protocol side (MariaDB on docker, MySQL under MOCO on kubernetes) of the
 // console, schema inspector and slow-query log. The control plane logs in as

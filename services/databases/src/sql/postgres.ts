@@ -1,8 +1,8 @@
 import pg from 'pg';
 import Cursor from 'pg-cursor';
 import { InputError, UnavailableError } from '@pier/kit';
-import type { SqlTarget } from '../cluster/port.ts';
-import type { ConsoleLimits, QueryResult, SlowQuery, SqlEngine, TableSchema } from './port.ts';
+import type { SqlTarget } from '../domain/cluster-port.ts';
+import type { ConsoleLimits, QueryResult, SlowQuery, SqlEngine, TableSchema } from '../domain/sql-port.ts';
 
 // PostgreSQL side of the console, schema inspector and slow-query log. The control
 // plane logs in as `pier_console`; console statements run as the app user (role set at

@@ -1,6 +1,7 @@
-import { translatePgError, writeEvent, InputError, type Knex, type PierEvent } from '@pier/kit';
-import type { AllowlistRule, DatabaseRecord, DatabaseStatus } from '../domain/database.ts';
-import type { DatabasePatch, DatabasesStore, NewDatabase, Page } from './store.ts';
+import { keysetPage, mapPage, translatePgError, writeEvent, type Knex, type Page, type PageRequest, type PierEvent } from '@pier/kit';
+import type { AllowlistRule, DatabaseRecord, DatabaseStatus, PendingChange, RuleState } from '../domain/database.ts';
+import type { DatabasesStore, NewDatabase } from '../domain/store-port.ts';
+import { ShortIdTaken } from '../domain/errors.ts';
 
 interface DatabaseRow {
   id: string;
@@ -16,6 +17,19 @@ interface DatabaseRow {
   external_access_enabled: boolean;
   status: DatabaseStatus;
   status_reason: string | null;
+  provisioned: boolean;
+  pending_change: PendingChange | null;
+  pending_since: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+interface RuleRow {
+  id: string;
+  database_id: string;
+  cidr: string;
+  description: string;
+  state: RuleState;
   created_at: Date;
   updated_at: Date;
 }
@@ -34,34 +48,24 @@ const fromRow = (r: DatabaseRow): DatabaseRecord => ({
   externalAccessEnabled: r.external_access_enabled,
   status: r.status,
   statusReason: r.status_reason,
+  provisioned: r.provisioned,
+  pendingChange: r.pending_change,
+  pendingSince: r.pending_since,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
 
-const ruleFromRow = (r: { id: string; database_id: string; cidr: string; description: string; created_at: Date }): AllowlistRule => ({
+const ruleFromRow = (r: RuleRow): AllowlistRule => ({
   id: r.id,
   databaseId: r.database_id,
   cidr: r.cidr,
   description: r.description,
+  state: r.state,
   createdAt: r.created_at,
+  updatedAt: r.updated_at,
 });
 
-/** Keyset cursor over (created_at, id): stable under inserts, opaque to clients. */
-function encodeCursor(r: DatabaseRow): string {
-  return Buffer.from(JSON.stringify([r.created_at.toISOString(), r.id])).toString('base64url');
-}
-
-function decodeCursor(cursor: string): [string, string] {
-  try {
-    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'string' && !Number.isNaN(Date.parse(v[0]))) {
-      return [v[0], v[1]];
-    }
-  } catch {
-    // fall through
-  }
-  throw new InputError('cursor: not a cursor this list returned', 'invalid_request', { field: 'cursor' });
-}
+const NAME_TAKEN = 'a database with this name already exists in the VPC';
 
 export class KnexDatabasesStore implements DatabasesStore {
   constructor(private readonly db: Knex | Knex.Transaction) {}
@@ -70,43 +74,58 @@ export class KnexDatabasesStore implements DatabasesStore {
     return this.db.transaction((trx) => fn(new KnexDatabasesStore(trx)));
   }
 
+  async installationId(): Promise<string> {
+    const row = (await this.db('installation').first('id')) as { id: string } | undefined;
+    if (!row) throw new Error('the installation row is missing: migration 0003 did not run');
+    return row.id;
+  }
+
+  /** Rows not soft-deleted, provisioned or not. */
   private live() {
     return this.db<DatabaseRow>('databases').whereNull('deleted_at');
   }
 
-  async list(vpcId: string, page: { limit: number; cursor?: string }): Promise<Page<DatabaseRecord>> {
-    const q = this.live().where({ vpc_id: vpcId }).orderBy([{ column: 'created_at' }, { column: 'id' }]).limit(page.limit + 1);
-    if (page.cursor) {
-      const [at, id] = decodeCursor(page.cursor);
-      q.whereRaw('(created_at, id) > (?::timestamptz, ?::uuid)', [at, id]);
-    }
-    const rows = (await q) as DatabaseRow[];
-    const more = rows.length > page.limit;
-    const kept = more ? rows.slice(0, page.limit) : rows;
-    return { items: kept.map(fromRow), nextCursor: more ? encodeCursor(kept[kept.length - 1]!) : null };
+  /** What clients may see. */
+  private visible() {
+    return this.live().where({ provisioned: true });
   }
 
-  async get(vpcId: string, id: string): Promise<DatabaseRecord | undefined> {
-    const row = (await this.live().where({ vpc_id: vpcId, id }).first()) as DatabaseRow | undefined;
+  private async one(q: Knex.QueryBuilder): Promise<DatabaseRecord | undefined> {
+    const [row] = (await q.returning('*')) as DatabaseRow[];
     return row && fromRow(row);
   }
 
-  async lock(id: string): Promise<void> {
-    await this.db('databases').where({ id }).forUpdate().first('id');
+  async list(vpcId: string, page: PageRequest): Promise<Page<DatabaseRecord>> {
+    return mapPage(await keysetPage<DatabaseRow>(this.visible().where({ vpc_id: vpcId }), page), fromRow);
   }
 
-  async unsettled(): Promise<DatabaseRecord[]> {
-    const rows = (await this.live().whereIn('status', ['creating', 'deleting'])) as DatabaseRow[];
+  async get(vpcId: string, id: string): Promise<DatabaseRecord | undefined> {
+    const row = (await this.visible().where({ vpc_id: vpcId, id }).first()) as DatabaseRow | undefined;
+    return row && fromRow(row);
+  }
+
+  async byId(id: string): Promise<DatabaseRecord | undefined> {
+    const row = (await this.live().where({ id }).first()) as DatabaseRow | undefined;
+    return row && fromRow(row);
+  }
+
+  async inStatus(statuses: DatabaseStatus[]): Promise<DatabaseRecord[]> {
+    const rows = (await this.visible().whereIn('status', statuses).orderBy('created_at')) as DatabaseRow[];
     return rows.map(fromRow);
   }
 
-  async nameTaken(vpcId: string, name: string, exceptId?: string): Promise<boolean> {
-    const q = this.live().where({ vpc_id: vpcId, name });
-    if (exceptId) q.whereNot({ id: exceptId });
-    return !!(await q.first('id'));
+  async countLive(vpcId: string): Promise<number> {
+    const row = (await this.live().where({ vpc_id: vpcId }).count<{ n: number }[]>({ n: '*' }).first()) as { n: number | string } | undefined;
+    return Number(row?.n ?? 0);
   }
 
-  async insert(d: NewDatabase): Promise<DatabaseRecord> {
+  async liveIds(ids: string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows = (await this.live().whereIn('id', ids).select('id')) as { id: string }[];
+    return new Set(rows.map((r) => r.id));
+  }
+
+  async insertUnprovisioned(d: NewDatabase): Promise<DatabaseRecord> {
     try {
       const [row] = (await this.db('databases')
         .insert({
@@ -121,74 +140,130 @@ export class KnexDatabasesStore implements DatabasesStore {
           version: d.version,
           replicas: d.replicas,
           external_access_enabled: d.externalAccessEnabled,
-          status: d.status,
+          status: 'creating',
+          provisioned: false,
         })
         .returning('*')) as DatabaseRow[];
       return fromRow(row!);
     } catch (err) {
-      translateConstraint(err);
+      // Which unique index refused the row decides what it means.
+      if ((err as { constraint?: string })?.constraint === 'databases_short_id_live') throw new ShortIdTaken();
+      translatePgError(err, { unique: NAME_TAKEN });
     }
   }
 
-  async update(id: string, patch: DatabasePatch): Promise<DatabaseRecord> {
-    const values: Record<string, unknown> = { updated_at: this.db.fn.now() };
-    if (patch.name !== undefined) values.name = patch.name;
-    if (patch.instanceType !== undefined) values.instance_type = patch.instanceType;
-    if (patch.storageGb !== undefined) values.storage_gb = patch.storageGb;
-    if (patch.externalAccessEnabled !== undefined) values.external_access_enabled = patch.externalAccessEnabled;
+  async markProvisioned(id: string): Promise<DatabaseRecord> {
+    const db = await this.one(this.db('databases').where({ id }).update({ provisioned: true, updated_at: this.db.fn.now() }));
+    if (!db) throw new Error(`database ${id} vanished while it was provisioned`);
+    return db;
+  }
+
+  async deleteUnprovisioned(id: string): Promise<boolean> {
+    return (await this.db('databases').where({ id, provisioned: false }).delete()) > 0;
+  }
+
+  async unprovisioned(createdBefore: Date): Promise<DatabaseRecord[]> {
+    const rows = (await this.live().where({ provisioned: false }).where('created_at', '<', createdBefore).orderBy('created_at')) as DatabaseRow[];
+    return rows.map(fromRow);
+  }
+
+  async rename(id: string, name: string): Promise<DatabaseRecord> {
     try {
-      const [row] = (await this.db('databases').where({ id }).update(values).returning('*')) as DatabaseRow[];
-      return fromRow(row!);
+      return (await this.one(this.db('databases').where({ id }).update({ name, updated_at: this.db.fn.now() })))!;
     } catch (err) {
-      translateConstraint(err);
+      translatePgError(err, { unique: NAME_TAKEN });
     }
+  }
+
+  async beginChange(id: string, change: PendingChange, name: string): Promise<DatabaseRecord> {
+    try {
+      const update = { name, pending_change: JSON.stringify(change), pending_since: this.db.fn.now(), updated_at: this.db.fn.now() };
+      return (await this.one(this.db('databases').where({ id }).update(update)))!;
+    } catch (err) {
+      translatePgError(err, { unique: NAME_TAKEN });
+    }
+  }
+
+  async finishChange(id: string): Promise<DatabaseRecord | undefined> {
+    return this.one(
+      this.db('databases')
+        .where({ id })
+        .whereNotNull('pending_change')
+        .update({
+          instance_type: this.db.raw("pending_change->>'instanceType'"),
+          storage_gb: this.db.raw("(pending_change->>'storageGb')::int"),
+          external_access_enabled: this.db.raw("(pending_change->>'externalAccessEnabled')::boolean"),
+          pending_change: null,
+          pending_since: null,
+          updated_at: this.db.fn.now(),
+        }),
+    );
+  }
+
+  async dropChange(id: string, name?: string): Promise<void> {
+    try {
+      await this.db('databases')
+        .where({ id })
+        .update({ pending_change: null, pending_since: null, updated_at: this.db.fn.now(), ...(name === undefined ? {} : { name }) });
+    } catch (err) {
+      translatePgError(err, { unique: NAME_TAKEN });
+    }
+  }
+
+  async pendingChanges(since: Date): Promise<DatabaseRecord[]> {
+    const rows = (await this.live().whereNotNull('pending_change').where('pending_since', '<', since).orderBy('pending_since')) as DatabaseRow[];
+    return rows.map(fromRow);
   }
 
   async setStatus(id: string, status: DatabaseStatus, reason: string | null): Promise<DatabaseRecord> {
     const values: Record<string, unknown> = { status, status_reason: reason, updated_at: this.db.fn.now() };
-    if (status === 'deleted') values.deleted_at = this.db.fn.now();
-    const [row] = (await this.db('databases').where({ id }).update(values).returning('*')) as DatabaseRow[];
-    return fromRow(row!);
+    if (status === 'deleted') Object.assign(values, { deleted_at: this.db.fn.now(), pending_change: null, pending_since: null });
+    return (await this.one(this.db('databases').where({ id }).update(values)))!;
   }
 
-  async countLive(vpcId: string): Promise<number> {
-    const row = (await this.live().where({ vpc_id: vpcId }).count<{ n: number }[]>({ n: '*' }).first()) as { n: number | string } | undefined;
-    return Number(row?.n ?? 0);
+  async compareAndSetStatus(id: string, from: DatabaseStatus, to: DatabaseStatus, reason: string | null): Promise<DatabaseRecord | undefined> {
+    return this.one(this.live().where({ id, status: from }).update({ status: to, status_reason: reason, updated_at: this.db.fn.now() }));
   }
 
-  async rules(databaseId: string): Promise<AllowlistRule[]> {
-    const rows = await this.db('allowlist_rules').where({ database_id: databaseId }).orderBy([{ column: 'created_at' }, { column: 'id' }]);
+  async rules(databaseId: string, states?: RuleState[]): Promise<AllowlistRule[]> {
+    const q = this.db<RuleRow>('allowlist_rules').where({ database_id: databaseId });
+    if (states) q.whereIn('state', states);
+    const rows = (await q.orderBy([{ column: 'created_at' }, { column: 'id' }])) as RuleRow[];
     return rows.map(ruleFromRow);
   }
 
-  async addRule(databaseId: string, cidr: string, description: string): Promise<AllowlistRule> {
+  async rule(databaseId: string, ruleId: string): Promise<AllowlistRule | undefined> {
+    const row = (await this.db<RuleRow>('allowlist_rules').where({ database_id: databaseId, id: ruleId }).first()) as RuleRow | undefined;
+    return row && ruleFromRow(row);
+  }
+
+  async insertRule(databaseId: string, cidr: string, description: string): Promise<AllowlistRule> {
     try {
-      const [row] = await this.db('allowlist_rules').insert({ database_id: databaseId, cidr, description }).returning('*');
-      return ruleFromRow(row);
+      const [row] = (await this.db('allowlist_rules').insert({ database_id: databaseId, cidr, description, state: 'adding' }).returning('*')) as RuleRow[];
+      return ruleFromRow(row!);
     } catch (err) {
       translatePgError(err, { unique: `the allowlist already has a rule for ${cidr}` });
     }
   }
 
-  async removeRule(databaseId: string, ruleId: string): Promise<boolean> {
-    return (await this.db('allowlist_rules').where({ database_id: databaseId, id: ruleId }).delete()) > 0;
+  async setRuleState(ruleId: string, from: RuleState, to: RuleState): Promise<AllowlistRule | undefined> {
+    const [row] = (await this.db('allowlist_rules')
+      .where({ id: ruleId, state: from })
+      .update({ state: to, updated_at: this.db.fn.now() })
+      .returning('*')) as RuleRow[];
+    return row && ruleFromRow(row);
+  }
+
+  async deleteRule(ruleId: string, state: RuleState): Promise<boolean> {
+    return (await this.db('allowlist_rules').where({ id: ruleId, state }).delete()) > 0;
+  }
+
+  async pendingRules(since: Date): Promise<AllowlistRule[]> {
+    const rows = (await this.db<RuleRow>('allowlist_rules').whereNot({ state: 'active' }).where('updated_at', '<', since).orderBy('updated_at')) as RuleRow[];
+    return rows.map(ruleFromRow);
   }
 
   async event(e: PierEvent): Promise<void> {
     await writeEvent(this.db, e);
-  }
-}
-
-/** Which unique index a violation hit decides the message. */
-function translateConstraint(err: unknown): never {
-  const e = err as { code?: string; constraint?: string };
-  if (e?.code === '23505' && e.constraint === 'databases_short_id_live') throw new ShortIdTaken();
-  translatePgError(err, { unique: 'a database with this name already exists in the VPC' });
-}
-
-/** Two live databases drew UUIDs with the same first 8 characters: draw again. */
-export class ShortIdTaken extends Error {
-  constructor() {
-    super('short id taken');
   }
 }

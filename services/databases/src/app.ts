@@ -1,0 +1,9 @@
+import { vpcUsageRoute, type Route } from '@pier/kit';
+import type { DatabasesContext } from './domain/context.ts';
+import { countDatabases } from './domain/live-status.ts';
+import { databaseRoutes } from './http/routes.ts';
+
+/** Every route the databases service serves, built from its dependencies. */
+export function databasesRoutes(ctx: DatabasesContext): Route[] {
+  return [...databaseRoutes(ctx), vpcUsageRoute((vpcId) => countDatabases(ctx, vpcId))];
+}

@@ -1,0 +1,103 @@
+// What every use case works with, built once in server.ts (no globals), and the small
+// lookups they share.
+import { ConflictError, UnavailableError, isUuid, type KeyedMutex, type Logger } from '@pier/kit';
+import type { ClusterDatabase, ClusterRef, DatabaseCluster } from './cluster-port.ts';
+import type { ConsoleLimits, SqlEngine } from './sql-port.ts';
+import type { DatabasesStore } from './store-port.ts';
+import type { DatabaseRecord, Engine, PendingChange } from './database.ts';
+import { databaseDeleting, databaseNotFound } from './errors.ts';
+
+export interface Scope {
+  workspaceId: string;
+  vpcId: string;
+}
+
+/** External host names are `<short_id>.<domain>`, per engine. */
+export interface ExternalDomains {
+  postgresql: string;
+  mysql: string;
+}
+
+export interface Deadlines {
+  /** A database still not healthy this long after provisioning is in `error`. */
+  provisionMs: number;
+  /**
+   * A pending row younger than this may belong to a request still in flight (a server
+   * restart on an external-access toggle takes up to 90 s); the reconciler leaves it alone.
+   */
+  pendingGraceMs: number;
+}
+
+export interface DatabasesContext {
+  store: DatabasesStore;
+  cluster: DatabaseCluster;
+  sql: Record<Engine, SqlEngine>;
+  domains: ExternalDomains;
+  console: ConsoleLimits;
+  log: Logger;
+  /** One change at a time per database in this process, without holding a row lock over a cluster call. */
+  locks: KeyedMutex;
+  /** Called after a commit that wrote events, so the relay publishes them now rather than at its next pass. */
+  eventsWritten(): void;
+  now(): Date;
+  deadlines: Deadlines;
+}
+
+export function refOf(db: DatabaseRecord): ClusterRef {
+  return { id: db.id, shortId: db.shortId, vpcId: db.vpcId, engine: db.engine };
+}
+
+/** What the cluster should run for `db`, with `change` (a pending PATCH) applied when given. */
+export function clusterView(db: DatabaseRecord, allowlist: string[], change: PendingChange | null = null): ClusterDatabase {
+  return {
+    id: db.id,
+    shortId: db.shortId,
+    workspaceId: db.workspaceId,
+    vpcId: db.vpcId,
+    engine: db.engine,
+    version: db.version,
+    instanceType: change?.instanceType ?? db.instanceType,
+    storageGb: change?.storageGb ?? db.storageGb,
+    replicas: db.replicas,
+    externalAccessEnabled: change?.externalAccessEnabled ?? db.externalAccessEnabled,
+    allowlist,
+  };
+}
+
+/**
+ * The allowlist in force as recorded: `active` rules. An `adding` rule joins only in the
+ * request that adds it, and a `removing` one is what its request takes away; any other
+ * pending rule is a crash's leftover that the reconciler undoes or finishes.
+ */
+export async function activeCidrs(ctx: DatabasesContext, databaseId: string): Promise<string[]> {
+  return (await ctx.store.rules(databaseId, ['active'])).map((r) => r.cidr);
+}
+
+/** A database of this VPC that clients may see (provisioned, not deleted), else a 404. */
+export async function findDatabase(ctx: DatabasesContext, scope: Scope, id: string): Promise<DatabaseRecord> {
+  const db = isUuid(id) ? await ctx.store.get(scope.vpcId, id.toLowerCase()) : undefined;
+  if (!db || db.workspaceId !== scope.workspaceId) throw databaseNotFound();
+  return db;
+}
+
+/** A database that can still be changed: 404 when unknown, 409 while it is being deleted. */
+export async function findMutable(ctx: DatabasesContext, scope: Scope, id: string): Promise<DatabaseRecord> {
+  const db = await findDatabase(ctx, scope, id);
+  if (db.status === 'deleting') throw databaseDeleting();
+  return db;
+}
+
+export function requireRunning(db: DatabaseRecord): DatabaseRecord {
+  if (db.status !== 'running') throw new ConflictError(`database is ${db.status}; this needs it running`, 'database_not_running');
+  return db;
+}
+
+/**
+ * After a cluster call that failed: one that answered but failed part way may hold some of
+ * the change, so the recorded state is applied again (best effort). An unreachable
+ * cluster got nothing to undo.
+ */
+export async function convergeBack(ctx: DatabasesContext, db: DatabaseRecord, allowlist: string[], err: unknown): Promise<void> {
+  if (err instanceof UnavailableError) return;
+  await ctx.cluster.apply(clusterView(db, allowlist)).catch((e) => ctx.log.warn({ err: String(e), id: db.id }, 'could not converge the cluster back after a failed change'));
+}
