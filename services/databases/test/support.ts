@@ -5,8 +5,9 @@
  * (spawnDatabases) so it can be killed for real.
  */
 import { randomUUID } from 'node:crypto';
+import { execFile } from 'node:child_process';
 import { importIdentityKey, signIdentity, IDENTITY_HEADER, type RunningService } from '@pier/kit';
-import { adminQuery, infra, removeVpcObjects, spawnService, startServiceUnderTest, testLabels, type IdentityKeys, type ServiceProcess, type ServiceUnderTest, type TestDatabase } from '@pier/testing';
+import { adminQuery, docker, infra, removeVpcObjects, spawnService, startServiceUnderTest, testLabels, type IdentityKeys, type ServiceProcess, type ServiceUnderTest, type TestDatabase } from '@pier/testing';
 import { start, readConfig, type StartOptions } from '../src/index.ts';
 
 export { infra, until, docker, adminQuery, removeVpcObjects, type TestDatabase } from '@pier/testing';
@@ -107,4 +108,19 @@ export async function spawnDatabases(keys: IdentityKeys, db: TestDatabase): Prom
     },
   };
   return p;
+}
+
+/** The pg_hba.conf a docker-run PostgreSQL database is running with (the allowlist rendered). */
+export function pgHba(databaseId: string): Promise<string> {
+  return new Promise((resolve, reject) =>
+    execFile('docker', ['exec', `pier-db-${databaseId}`, 'cat', '/var/lib/postgresql/data/pier/pg_hba.conf'], (err, out) => (err ? reject(err) : resolve(String(out)))),
+  );
+}
+
+/** Names of the containers and volumes that carry this installation's label, in one VPC. */
+export async function installationObjects(installation: string, vpcId: string): Promise<{ containers: string[]; volumes: string[] }> {
+  const filters = JSON.stringify({ label: [`pier.installation=${installation}`, `pier.vpc=${vpcId}`] });
+  const containers = (await docker.listContainers({ all: true, filters })).map((c) => c.Names[0]!.replace(/^\//, ''));
+  const volumes = ((await docker.listVolumes({ filters })).Volumes ?? []).map((v) => v.Name);
+  return { containers: containers.sort(), volumes: volumes.sort() };
 }

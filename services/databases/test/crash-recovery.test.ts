@@ -1,0 +1,120 @@
+// What a crash leaves half done is finished or undone when the service starts again. The
+// service runs as its own process; a crash point (PIER_CRASH_AT) SIGKILLs it between the
+// cluster call and the commit that records its outcome, and the next process, on the same
+// records and the same Docker engine, must converge: no row left in a transitional state,
+// no container or volume without a record.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateIdentityKeys } from '@pier/kit';
+import { createTestDatabase, infra } from '@pier/testing';
+import { installationObjects, pgHba, spawnDatabases, until, type DatabasesProcess, type TestDatabase } from './support.ts';
+
+let db: TestDatabase;
+let p: DatabasesProcess;
+let installation: string;
+/** The database that lives through the update, allowlist and teardown crashes. */
+let id: string;
+const one = () => `${p.base}/${id}`;
+
+beforeAll(async () => {
+  db = await createTestDatabase(infra().postgresAdminUrl);
+  p = await spawnDatabases(await generateIdentityKeys(), db);
+});
+
+afterAll(async () => {
+  await p?.stop();
+  await db?.drop();
+}, 60_000);
+
+/** Starts a process armed to die at `point`, runs `act` (whose connection may drop), and waits for the death. */
+async function crashAt(point: string, act: () => Promise<unknown>): Promise<void> {
+  await p.proc?.stop();
+  const armed = await p.spawn({ PIER_CRASH_AT: point });
+  installation ??= (await p.sql('select id from databases.installation'))[0].id;
+  await act().catch(() => undefined); // the connection drops when the crash is in the request
+  const how = await armed.exited;
+  // tsx relays its child's death by SIGKILL as exit status 128 + 9.
+  expect([137, 'SIGKILL'], armed.output()).toContain(how);
+}
+
+const objects = () => installationObjects(installation, p.vpcId);
+const events = async (resourceId: string) =>
+  (await p.sql(`select kind, payload->'data' as data from databases.outbox where payload->>'resource_id' = $1 order by id`, [resourceId])) as { kind: string; data: any }[];
+const rules = () => p.sql('select cidr, state from databases.allowlist_rules where database_id = $1', [id]);
+const status = () => p.call('GET', one()).then((r) => r.body);
+
+describe('a crash', () => {
+  it('between the cluster call and the commit of a provision: undone, nothing left in the cluster', async () => {
+    await crashAt('databases.provision.applied', () => p.call('POST', p.base, { name: 'cut-short' }));
+    const [row] = await p.sql('select id, provisioned from databases.databases');
+    expect(row.provisioned).toBe(false);
+    expect((await objects()).containers).toEqual([`pier-db-${row.id}`, `pier-db-${row.id}-pooler`]);
+
+    await p.spawn();
+    await until(() => p.sql('select id from databases.databases'), (rows) => rows.length === 0);
+    expect(await objects()).toEqual({ containers: [], volumes: [] });
+    expect(await events(row.id)).toEqual([]);
+    expect((await p.call('GET', p.base)).body).toEqual({ items: [], next_cursor: null });
+    // The name is free again.
+    const res = await p.call('POST', p.base, { name: 'cut-short' });
+    expect(res.status).toBe(202);
+    id = res.body.id;
+    await until(status, (d) => d.status === 'running', 60_000);
+  }, 120_000);
+
+  it('between the cluster call and the commit of an external-access toggle: finished', async () => {
+    await crashAt('databases.update.applied', () => p.call('PATCH', one(), { external_access_enabled: true, storage_gb: 20 }));
+    const [left] = await p.sql('select external_access_enabled, pending_change from databases.databases where id = $1', [id]);
+    expect(left).toEqual({ external_access_enabled: false, pending_change: { instanceType: 'svc.nano', storageGb: 20, externalAccessEnabled: true } });
+
+    await p.spawn();
+    await until(() => p.sql('select pending_change from databases.databases where id = $1', [id]), (rows) => rows[0].pending_change === null);
+    expect(await status()).toMatchObject({ status: 'running', external_access_enabled: true, storage_gb: 20 });
+    const conn = (await p.call('GET', `${one()}/connection`)).body;
+    expect(conn.external_port).toEqual(expect.any(Number));
+    expect((await events(id)).filter((e) => e.kind === 'database.updated').map((e) => e.data)).toEqual([
+      expect.objectContaining({ external_access_enabled: true, storage_gb: 20 }),
+    ]);
+  }, 120_000);
+
+  it('between the cluster call and the commit of an allowlist rule: undone, the rule out of force', async () => {
+    await crashAt('databases.allowlist.add.applied', () => p.call('POST', `${one()}/ip-allowlist`, { cidr: '198.51.100.0/24' }));
+    expect(await rules()).toEqual([{ cidr: '198.51.100.0/24', state: 'adding' }]);
+    expect(await pgHba(id)).toContain('198.51.100.0/24'); // the crash came after the cluster had it
+
+    await p.spawn();
+    await until(rules, (rows) => rows.length === 0);
+    expect(await pgHba(id)).not.toContain('198.51.100.0/24');
+    expect((await p.call('GET', `${one()}/ip-allowlist`)).body.items).toEqual([]);
+    expect((await events(id)).map((e) => e.kind)).not.toContain('database.allowlist_rule_added');
+  }, 120_000);
+
+  it('between the cluster call and the commit of a rule removal: finished', async () => {
+    const added = await p.call('POST', `${one()}/ip-allowlist`, { cidr: '203.0.113.0/24' });
+    expect(added.status).toBe(201);
+    expect(await pgHba(id)).toContain('203.0.113.0/24');
+
+    await crashAt('databases.allowlist.remove.applied', () => p.call('DELETE', `${one()}/ip-allowlist/${added.body.id}`));
+    expect(await rules()).toEqual([{ cidr: '203.0.113.0/24', state: 'removing' }]);
+
+    await p.spawn();
+    await until(rules, (rows) => rows.length === 0);
+    expect(await pgHba(id)).not.toContain('203.0.113.0/24');
+    expect((await p.call('GET', `${one()}/ip-allowlist`)).body.items).toEqual([]);
+    const removed = (await events(id)).filter((e) => e.kind === 'database.allowlist_rule_removed');
+    expect(removed.map((e) => e.data)).toEqual([{ rule_id: added.body.id, cidr: '203.0.113.0/24' }]);
+  }, 120_000);
+
+  it('between deleting from the cluster and the soft delete: the teardown is finished', async () => {
+    await crashAt('databases.teardown.deleted', () => p.call('DELETE', one()));
+    const [left] = await p.sql('select status, deleted_at from databases.databases where id = $1', [id]);
+    expect(left).toEqual({ status: 'deleting', deleted_at: null });
+    expect(await objects()).toEqual({ containers: [], volumes: [] });
+
+    await p.spawn();
+    await until(() => p.sql('select status, deleted_at from databases.databases where id = $1', [id]), (rows) => rows[0].status === 'deleted');
+    expect((await p.call('GET', one())).status).toBe(404);
+    const statuses = (await events(id)).filter((e) => e.kind === 'database.status_changed').map((e) => e.data.status);
+    expect(statuses.slice(-2)).toEqual(['deleting', 'deleted']);
+    expect(await p.sql(`select count(*)::int as n from databases.databases where status <> 'deleted' or not provisioned or pending_change is not null`)).toEqual([{ n: 0 }]);
+  }, 120_000);
+});
