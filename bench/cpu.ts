@@ -19,7 +19,7 @@ async function ticksOf(pid: number): Promise<number> {
 /** PostgreSQL backends serving `database` (their process title names it). */
 async function backendsOf(database: string): Promise<number[]> {
   const pids: number[] = [];
-  let entries: string[] = [];
+  let entries: string[];
   try {
     entries = await readdir('/proc');
   } catch {

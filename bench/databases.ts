@@ -119,7 +119,9 @@ export async function benchDatabases(opts: { infra?: Infra; log?: (line: string)
         log(`  ${engine} #${i + 1}: running after ${ms.toFixed(0)} ms`);
       }
       provisionToRunning[engine] = timing(samples);
-      log(`  provision → running, ${engine}: median ${provisionToRunning[engine].p50.toFixed(0)} ms, max ${provisionToRunning[engine].max.toFixed(0)} ms over ${provisions}`);
+      log(
+        `  provision → running, ${engine}: median ${provisionToRunning[engine].p50.toFixed(0)} ms, max ${provisionToRunning[engine].max.toFixed(0)} ms over ${provisions}`,
+      );
     }
 
     const { id } = await provisionOnce('postgresql', 'bench-query', true);

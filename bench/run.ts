@@ -20,7 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generateIdentityKeys, IDENTITY_HEADER, importIdentityKey, signIdentity } from '@pier/kit';
-import { createTestDatabase } from '@pier/testing';
+import { createTestDatabase, freePort } from '@pier/testing';
 import { ServiceProcess } from '../deploy/local/children.ts';
 import { startInfra, type Infra } from './infra.ts';
 import { benchServices } from './services.ts';
@@ -28,7 +28,6 @@ import { benchDatabases } from './databases.ts';
 import { AuthClient } from '@pier/gateway';
 import { runClosedLoop, runLoad, type LoadResult } from './load.ts';
 import { perRequest, snapshot } from './cpu.ts';
-import { freePort } from '@pier/testing';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const concurrency = Number(process.env.PIER_BENCH_CONCURRENCY ?? 16);
@@ -106,12 +105,18 @@ async function benchGateway(infra: Infra): Promise<void> {
     const { token } = JSON.parse(await readFile(path.join(configDir, 'credentials.json'), 'utf8')) as { token: string };
     const { workspace_id: ws } = JSON.parse(await readFile(path.join(configDir, 'config.json'), 'utf8')) as { workspace_id: string };
     const readPath = `/api/v1/workspaces/${ws}/api-keys`;
-    const members = (await (await fetch(`http://127.0.0.1:${gatewayPort}/api/v1/workspaces/${ws}/members`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
+    const members = (await (
+      await fetch(`http://127.0.0.1:${gatewayPort}/api/v1/workspaces/${ws}/members`, { headers: { authorization: `Bearer ${token}` } })
+    ).json()) as {
       items: { user_id: string; email: string; role: string }[];
     };
     const me = members.items.find((m) => m.role === 'owner')!;
     // What auth would mint for this key: the direct path skips only the hop, not the check.
-    const identity = await signIdentity(await importIdentityKey(keys.privateJwk), { kind: 'user', subject: me.user_id, email: me.email, workspaceId: ws, role: 'owner' }, 3600);
+    const identity = await signIdentity(
+      await importIdentityKey(keys.privateJwk),
+      { kind: 'user', subject: me.user_id, email: me.email, workspaceId: ws, role: 'owner' },
+      3600,
+    );
 
     const direct = { url: `http://127.0.0.1:${authHttp}${readPath}`, headers: { [IDENTITY_HEADER]: identity } };
     const viaGateway = { url: `http://127.0.0.1:${gatewayPort}${readPath}`, headers: { authorization: `Bearer ${token}` } };
@@ -121,7 +126,9 @@ async function benchGateway(infra: Infra): Promise<void> {
     }
 
     console.log(`pier bench — GET ${readPath.replace(ws, '{ws}')}`);
-    console.log(`  node ${process.version}, ${os.cpus().length} CPUs, concurrency ${concurrency}, each run ≤ ${maxRequests} requests / ≤ ${maxSeconds} s, ${rounds} rounds`);
+    console.log(
+      `  node ${process.version}, ${os.cpus().length} CPUs, concurrency ${concurrency}, each run ≤ ${maxRequests} requests / ≤ ${maxSeconds} s, ${rounds} rounds`,
+    );
     // Warm-up: JIT, connection pools, the identity caches on both sides.
     await runLoad({ ...direct, concurrency, maxRequests: 2000, maxSeconds: 3 });
     await runLoad({ ...viaGateway, concurrency, maxRequests: 2000, maxSeconds: 3 });
@@ -143,7 +150,11 @@ async function benchGateway(infra: Infra): Promise<void> {
     }
     // Where the hop's cost goes: auth's gRPC Authenticate alone, as the gateway calls it.
     const grpcClient = new AuthClient(`127.0.0.1:${authGrpc}`);
-    const authenticate = () => grpcClient.authenticate(token, ws, '').then(() => true, () => false);
+    const authenticate = () =>
+      grpcClient.authenticate(token, ws, '').then(
+        () => true,
+        () => false,
+      );
     await runClosedLoop(authenticate, { concurrency, maxRequests: 2000, maxSeconds: 3 });
     {
       const before = await snapshot(pids, database);
@@ -155,7 +166,10 @@ async function benchGateway(infra: Infra): Promise<void> {
     grpcClient.close();
 
     // The hop's own latency, without queueing: one request at a time.
-    const serial = { direct: await runLoad({ ...direct, concurrency: 1, maxRequests: 2000, maxSeconds: 5 }), gateway: await runLoad({ ...viaGateway, concurrency: 1, maxRequests: 2000, maxSeconds: 5 }) };
+    const serial = {
+      direct: await runLoad({ ...direct, concurrency: 1, maxRequests: 2000, maxSeconds: 5 }),
+      gateway: await runLoad({ ...viaGateway, concurrency: 1, maxRequests: 2000, maxSeconds: 5 }),
+    };
     console.log(`  direct   c=1 ${fmt(serial.direct)}`);
     console.log(`  gateway  c=1 ${fmt(serial.gateway)}`);
     const d = combine(runs.direct);
@@ -166,9 +180,13 @@ async function benchGateway(infra: Infra): Promise<void> {
     console.log(`  direct   ${fmt(d)}`);
     console.log(`  gateway  ${fmt(g)}`);
     console.log(`  throughput kept through the gateway: ${(ratio * 100).toFixed(1)}%  (target ≥ 70%: ${ratio >= 0.7 ? 'met' : 'MISSED'})`);
-    console.log(`  added at p50, concurrency ${concurrency}: ${added.toFixed(2)} ms  (target ≤ 1 ms: ${added <= 1 ? 'met' : 'MISSED'});  at p99: ${(g.p99 - d.p99).toFixed(2)} ms`);
+    console.log(
+      `  added at p50, concurrency ${concurrency}: ${added.toFixed(2)} ms  (target ≤ 1 ms: ${added <= 1 ? 'met' : 'MISSED'});  at p99: ${(g.p99 - d.p99).toFixed(2)} ms`,
+    );
     const serialAdded = serial.gateway.p50 - serial.direct.p50;
-    console.log(`  added at p50, one request at a time: ${serialAdded.toFixed(2)} ms  (target ≤ 1 ms: ${serialAdded <= 1 ? 'met' : 'MISSED'});  at p99: ${(serial.gateway.p99 - serial.direct.p99).toFixed(2)} ms`);
+    console.log(
+      `  added at p50, one request at a time: ${serialAdded.toFixed(2)} ms  (target ≤ 1 ms: ${serialAdded <= 1 ? 'met' : 'MISSED'});  at p99: ${(serial.gateway.p99 - serial.direct.p99).toFixed(2)} ms`,
+    );
     if (d.errors + g.errors > 0) throw new Error(`${d.errors + g.errors} requests failed`);
   } finally {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);

@@ -36,15 +36,18 @@ function percentile(sorted: number[], q: number): number {
 function get(agent: http.Agent, url: URL, token: string): Promise<{ status: number; body: any; calls: number; ms: number }> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const req = http.request({ host: url.hostname, port: url.port, path: url.pathname + url.search, headers: { authorization: `Bearer ${token}` }, agent }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const ms = performance.now() - t0;
-        const text = Buffer.concat(chunks).toString('utf8');
-        resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined, calls: Number(res.headers['x-pier-cluster-calls'] ?? NaN), ms });
-      });
-    });
+    const req = http.request(
+      { host: url.hostname, port: url.port, path: url.pathname + url.search, headers: { authorization: `Bearer ${token}` }, agent },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const ms = performance.now() - t0;
+          const text = Buffer.concat(chunks).toString('utf8');
+          resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined, calls: Number(res.headers['x-pier-cluster-calls'] ?? NaN), ms });
+        });
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -128,7 +131,9 @@ export async function benchServices(opts: { infra?: Infra; log?: (line: string) 
     const sorted = [...latencies].sort((a, b) => a - b);
     const list = { requests: listRequests, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), clusterCalls: [...calls] };
     log(`  list ${count} services with live status: p50 ${list.p50.toFixed(2)} ms, p99 ${list.p99.toFixed(2)} ms (${listRequests} requests, one at a time)`);
-    log(`  cluster calls per list: ${list.clusterCalls.join(', ')}  (target 1: ${list.clusterCalls.length === 1 && list.clusterCalls[0] === 1 ? 'met' : 'MISSED'})`);
+    log(
+      `  cluster calls per list: ${list.clusterCalls.join(', ')}  (target 1: ${list.clusterCalls.length === 1 && list.clusterCalls[0] === 1 ? 'met' : 'MISSED'})`,
+    );
     // The one call on its own: the Engine API's filtered container listing for the VPC.
     const engine: number[] = [];
     for (let i = 0; i < 50; i++) engine.push(await engineList(vpcId));
@@ -158,7 +163,9 @@ export async function benchServices(opts: { infra?: Infra; log?: (line: string) 
     pollAgent.destroy();
     const ds = [...samples].sort((a, b) => a - b);
     const deployToRunning = { samples, p50: percentile(ds, 0.5), max: ds[ds.length - 1]! };
-    log(`  deploy → running (${IMAGE}, health check /healthz): median ${deployToRunning.p50.toFixed(0)} ms, max ${deployToRunning.max.toFixed(0)} ms over ${deploys} deploys`);
+    log(
+      `  deploy → running (${IMAGE}, health check /healthz): median ${deployToRunning.p50.toFixed(0)} ms, max ${deployToRunning.max.toFixed(0)} ms over ${deploys} deploys`,
+    );
     return { services: count, list, deployToRunning };
   } finally {
     await platform.stop().catch(() => undefined);

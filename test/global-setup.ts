@@ -58,10 +58,7 @@ async function startPostgres(started: StartedTestContainer[]): Promise<string> {
     // listens; it replaces Wait.forListeningPorts(), which would add three more
     // `docker exec`s every 100 ms while initdb competes for the same 2 cores.
     .withWaitStrategy(
-      Wait.forAll([
-        Wait.forLogMessage(/database system is ready to accept connections/),
-        Wait.forSuccessfulCommand('pg_isready -q -h 127.0.0.1 -p 5432'),
-      ]),
+      Wait.forAll([Wait.forLogMessage(/database system is ready to accept connections/), Wait.forSuccessfulCommand('pg_isready -q -h 127.0.0.1 -p 5432')]),
     )
     .withStartupTimeout(60_000)
     .start();
@@ -80,9 +77,7 @@ async function startNats(started: StartedTestContainer[]): Promise<string> {
     .withCommand(['-js'])
     // The official nats image is FROM scratch: no shell for the in-container port
     // check, so it gets the log line instead.
-    .withWaitStrategy(
-      image.startsWith('pier/') ? Wait.forListeningPorts() : Wait.forLogMessage(/Server is ready/),
-    )
+    .withWaitStrategy(image.startsWith('pier/') ? Wait.forListeningPorts() : Wait.forLogMessage(/Server is ready/))
     .withStartupTimeout(60_000)
     .start();
   started.push(container);

@@ -59,7 +59,8 @@ export class ServiceProcess {
   async waitHealthy(timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      if (this.exited) throw new Error(`${this.name} exited during start-up (exit code ${this.child?.exitCode ?? this.child?.signalCode}); its output is above`);
+      if (this.exited)
+        throw new Error(`${this.name} exited during start-up (exit code ${this.child?.exitCode ?? this.child?.signalCode}); its output is above`);
       try {
         const res = await fetch(this.healthUrl, { signal: AbortSignal.timeout(1000) });
         if (res.ok) return;

@@ -97,7 +97,7 @@ export async function findNats(home: string, port: number): Promise<RunningNats>
       await waitForPort(port, 10_000, () => child.exitCode === null);
     } catch (err) {
       child.kill('SIGKILL');
-      throw new Error(`${(err as Error).message}\n${output.trim().split('\n').slice(-5).join('\n')}`);
+      throw new Error(`${(err as Error).message}\n${output.trim().split('\n').slice(-5).join('\n')}`, { cause: err });
     }
     return {
       url: `nats://127.0.0.1:${port}`,

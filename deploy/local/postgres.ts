@@ -29,7 +29,9 @@ async function binaries(): Promise<{ initdb: string; postgres: string }> {
   try {
     entry = createRequire(main).resolve(pkg);
   } catch {
-    throw new Error(`the PostgreSQL binaries for ${process.platform}-${process.arch} (${pkg}) are not installed; set PIER_DATABASE_URL to a PostgreSQL admin URL instead`);
+    throw new Error(
+      `the PostgreSQL binaries for ${process.platform}-${process.arch} (${pkg}) are not installed; set PIER_DATABASE_URL to a PostgreSQL admin URL instead`,
+    );
   }
   const bin = (await import(pathToFileURL(entry).href)) as { initdb: string; postgres: string };
   // The package ships its library symlinks as a list that its postinstall turns back into
@@ -37,7 +39,9 @@ async function binaries(): Promise<{ initdb: string; postgres: string }> {
   const root = path.resolve(path.dirname(bin.postgres), '..', '..');
   const links = JSON.parse(await readFile(path.join(root, 'native', 'pg-symlinks.json'), 'utf8').catch(() => '[]')) as { target: string }[];
   if (!existsSync(bin.postgres) || (links[0] && !existsSync(path.join(root, links[0].target)))) {
-    throw new Error(`${pkg} is incomplete (its postinstall did not run); run \`corepack pnpm install\` again — pnpm must be allowed to build it (pnpm.onlyBuiltDependencies)`);
+    throw new Error(
+      `${pkg} is incomplete (its postinstall did not run); run \`corepack pnpm install\` again — pnpm must be allowed to build it (pnpm.onlyBuiltDependencies)`,
+    );
   }
   return bin;
 }

@@ -30,7 +30,7 @@ export async function loadState(home: string): Promise<{ state: LocalState; file
   try {
     found = JSON.parse(await readFile(file, 'utf8')) as Partial<LocalState>;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new Error(`cannot read ${file}: ${(err as Error).message}`);
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new Error(`cannot read ${file}: ${(err as Error).message}`, { cause: err });
   }
   // Fill in only what is missing, so an older state file keeps its keys and passwords.
   const state: LocalState = {

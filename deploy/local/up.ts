@@ -135,7 +135,12 @@ async function main(): Promise<void> {
       },
       `${urls.compute}/healthz`,
     ),
-    new ServiceProcess('databases', entry('databases'), { ...common('databases'), PIER_DATABASES_HTTP_PORT: String(ports.databases) }, `${urls.databases}/healthz`),
+    new ServiceProcess(
+      'databases',
+      entry('databases'),
+      { ...common('databases'), PIER_DATABASES_HTTP_PORT: String(ports.databases) },
+      `${urls.databases}/healthz`,
+    ),
   ];
   for (const s of resources) {
     s.start(root);

@@ -16,7 +16,7 @@ export interface Run {
 export function run(cmd: string, args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<Run> {
   return new Promise((resolve) => {
     execFile(cmd, args, { env: { ...process.env, ...env }, timeout: timeoutMs }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
       resolve({ code, stdout: stdout.toString(), stderr: stderr.toString() });
     });
   });
@@ -52,9 +52,13 @@ export const DATABASES_ENV = { PIER_DATABASES_CONTAINER_LABELS: RUN_LABELS.join(
 
 /** Runs a client inside the VPC's network, as a service in the same VPC would. */
 export function inVpc(vpcId: string, image: string, cmd: string[]): Promise<Run> {
-  return run('docker', ['run', '--rm', ...RUN_LABELS.flatMap((l) => ['--label', l]), '--network', vpcNetwork(vpcId), '--entrypoint', cmd[0]!, image, ...cmd.slice(1)], {
-    DOCKER_BUILDKIT: '0',
-  });
+  return run(
+    'docker',
+    ['run', '--rm', ...RUN_LABELS.flatMap((l) => ['--label', l]), '--network', vpcNetwork(vpcId), '--entrypoint', cmd[0]!, image, ...cmd.slice(1)],
+    {
+      DOCKER_BUILDKIT: '0',
+    },
+  );
 }
 
 /** A non-loopback IPv4 address of this machine: connections to it keep it as their source. */
@@ -91,7 +95,11 @@ export async function waitForGone(api: Api, path: string, timeoutMs = 60_000): P
 
 // The docker CLI rather than a client library: the root package carries no Docker client.
 const dockerCli = (args: string[]) => run('docker', args, { DOCKER_BUILDKIT: '0' });
-const lines = (r: Run) => r.stdout.split('\n').map((l) => l.trim()).filter(Boolean);
+const lines = (r: Run) =>
+  r.stdout
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
 
 /** Names of the adapter's containers in this VPC (running or not). */
 export async function databaseContainers(vpcId: string): Promise<string[]> {

@@ -19,12 +19,23 @@ const q = (sql: string) => owner.post(`${one()}/query`, { sql });
 const internal = (url: string, sql = 'select database()') => {
   const u = new URL(url);
   return inVpc(p.bootstrap.vpcId, 'pier/mariadb:10.11', [
-    'mysql', `--host=${u.hostname}`, `--port=${u.port}`, `--user=${u.username}`, `--password=${u.password}`, '--batch', '--skip-column-names', u.pathname.slice(1), '-e', sql,
+    'mysql',
+    `--host=${u.hostname}`,
+    `--port=${u.port}`,
+    `--user=${u.username}`,
+    `--password=${u.password}`,
+    '--batch',
+    '--skip-column-names',
+    u.pathname.slice(1),
+    '-e',
+    sql,
   ]);
 };
 
 beforeAll(async () => {
-  p = await startPlatform({ env: { databases: { ...DATABASES_ENV, PIER_MYSQL_EXTERNAL_DOMAIN: DOMAIN, PIER_DATABASES_QUERY_TIMEOUT_MS: '1500', PIER_DATABASES_QUERY_ROW_CAP: '100' } } });
+  p = await startPlatform({
+    env: { databases: { ...DATABASES_ENV, PIER_MYSQL_EXTERNAL_DOMAIN: DOMAIN, PIER_DATABASES_QUERY_TIMEOUT_MS: '1500', PIER_DATABASES_QUERY_ROW_CAP: '100' } },
+  });
   owner = p.api(p.bootstrap.token);
   base = `/api/v1/workspaces/${p.bootstrap.workspaceId}/vpcs/${p.bootstrap.vpcId}/databases`;
 });
@@ -38,7 +49,14 @@ describe('a mysql database (MariaDB on docker)', () => {
   it('defaults to svc.small and one instance, and runs', async () => {
     const res = await owner.post(base, { name: 'shop', engine: 'mysql', external_access_enabled: true });
     expect(res.status).toBe(202);
-    expect(res.body).toMatchObject({ engine: 'mysql', instance_type: 'svc.small', replicas: 1, mysql_version: '10.11', postgres_version: null, status: 'creating' });
+    expect(res.body).toMatchObject({
+      engine: 'mysql',
+      instance_type: 'svc.small',
+      replicas: 1,
+      mysql_version: '10.11',
+      postgres_version: null,
+      status: 'creating',
+    });
     id = res.body.id;
     shortId = id.slice(0, 8);
     await waitForStatus(owner, one(), 'running');
@@ -58,12 +76,26 @@ describe('a mysql database (MariaDB on docker)', () => {
   });
 
   it('runs the console, with types and engine errors', async () => {
-    expect((await q('create table orders (id int auto_increment primary key, ref varchar(12) not null, total decimal(10,2) default 0, note text null, key orders_ref (ref))')).status).toBe(200);
+    expect(
+      (
+        await q(
+          'create table orders (id int auto_increment primary key, ref varchar(12) not null, total decimal(10,2) default 0, note text null, key orders_ref (ref))',
+        )
+      ).status,
+    ).toBe(200);
     const ins = await q("insert into orders (ref, total) values ('a', 1.50), ('b', 2)");
     expect(ins.body).toMatchObject({ command: 'INSERT', row_count: 2 });
     const sel = await q('select id, ref, total, note from orders order by id');
-    expect(sel.body.columns).toEqual([{ name: 'id', type: 'int' }, { name: 'ref', type: 'varchar' }, { name: 'total', type: 'decimal' }, { name: 'note', type: 'text' }]);
-    expect(sel.body.rows).toEqual([[1, 'a', '1.50', null], [2, 'b', '2.00', null]]);
+    expect(sel.body.columns).toEqual([
+      { name: 'id', type: 'int' },
+      { name: 'ref', type: 'varchar' },
+      { name: 'total', type: 'decimal' },
+      { name: 'note', type: 'text' },
+    ]);
+    expect(sel.body.rows).toEqual([
+      [1, 'a', '1.50', null],
+      [2, 'b', '2.00', null],
+    ]);
     const bad = await q('select * from nope');
     expect(bad.status).toBe(400);
     expect(bad.body).toMatchObject({ code: 'sql_error', error: `Table '${shortId}.nope' doesn't exist` });

@@ -7,7 +7,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { signIdentity, importIdentityKey } from '@pier/kit';
 import { startPlatform, type Api, type Platform } from '../support/platform.ts';
-import { DATABASES_ENV, cleanupVpc, databaseContainers, databaseVolumes, inVpc, inspect, localAddress, psql, waitForGone, waitForStatus } from './databases-helpers.ts';
+import {
+  DATABASES_ENV,
+  cleanupVpc,
+  databaseContainers,
+  databaseVolumes,
+  inVpc,
+  inspect,
+  localAddress,
+  psql,
+  waitForGone,
+  waitForStatus,
+} from './databases-helpers.ts';
 
 const DOMAIN = 'pg.test.example';
 const ROW_CAP = 50;
@@ -22,7 +33,8 @@ let conn: Record<string, any>;
 const one = () => `${base}/${id}`;
 /** psql to the published port through `via`, keeping the returned URL (hostaddr skips DNS). */
 const external = (url: string, via: string, sql = 'select current_user') => psql(`${url}?hostaddr=${via}`, sql);
-const internal = (url: string, sql = 'select current_database()') => inVpc(p.bootstrap.vpcId, 'pier/pg-managed:15', ['psql', '-X', '-tA', '-d', url, '-c', sql]);
+const internal = (url: string, sql = 'select current_database()') =>
+  inVpc(p.bootstrap.vpcId, 'pier/pg-managed:15', ['psql', '-X', '-tA', '-d', url, '-c', sql]);
 
 beforeAll(async () => {
   p = await startPlatform({
@@ -77,7 +89,17 @@ describe('a PostgreSQL database', () => {
   it('is accepted as creating, then runs', async () => {
     const res = await owner.post(base, { name: 'orders', postgres_version: '15', external_access_enabled: true });
     expect(res.status).toBe(202);
-    expect(res.body).toMatchObject({ name: 'orders', engine: 'postgresql', instance_type: 'svc.nano', status: 'creating', postgres_version: '15', mysql_version: null, replicas: 0, storage_gb: 10, external_access_enabled: true });
+    expect(res.body).toMatchObject({
+      name: 'orders',
+      engine: 'postgresql',
+      instance_type: 'svc.nano',
+      status: 'creating',
+      postgres_version: '15',
+      mysql_version: null,
+      replicas: 0,
+      storage_gb: 10,
+      external_access_enabled: true,
+    });
     id = res.body.id;
     shortId = id.slice(0, 8);
     expect(res.body.short_id).toBe(shortId);
@@ -97,14 +119,27 @@ describe('a PostgreSQL database', () => {
     expect(res.status).toBe(200);
     conn = res.body;
     const user = `app_${shortId}`;
-    expect(conn).toMatchObject({ host: `db-${shortId}-rw`, port: 5432, database: shortId, username: user, pooler_host: `db-${shortId}-pooler-rw`, pooler_host_ro: `db-${shortId}-pooler-ro`, read_only_host: `db-${shortId}-ro` });
+    expect(conn).toMatchObject({
+      host: `db-${shortId}-rw`,
+      port: 5432,
+      database: shortId,
+      username: user,
+      pooler_host: `db-${shortId}-pooler-rw`,
+      pooler_host_ro: `db-${shortId}-pooler-ro`,
+      read_only_host: `db-${shortId}-ro`,
+    });
     expect(conn.password).toMatch(/^[0-9a-f]{48}$/);
     expect(conn.database_url).toBe(`postgresql://${user}:${conn.password}@db-${shortId}-rw:5432/${shortId}`);
     expect(conn.external_host).toBe(`${shortId}.${DOMAIN}`);
     expect(conn.external_host_ro).toBe(`${shortId}-ro.${DOMAIN}`);
     expect(conn.external_url).toBe(`postgresql://${user}:${conn.password}@${shortId}.${DOMAIN}:${conn.external_port}/${shortId}`);
 
-    for (const url of [conn.database_url, conn.read_only_url, conn.database_url.replace(conn.host, conn.pooler_host), conn.database_url.replace(conn.host, conn.pooler_host_ro)]) {
+    for (const url of [
+      conn.database_url,
+      conn.read_only_url,
+      conn.database_url.replace(conn.host, conn.pooler_host),
+      conn.database_url.replace(conn.host, conn.pooler_host_ro),
+    ]) {
       const r = await internal(url);
       expect(r, url).toMatchObject({ code: 0, stdout: `${shortId}\n` });
     }
@@ -114,7 +149,9 @@ describe('a PostgreSQL database', () => {
 
   it('runs one statement in the SQL console, with types, a row cap and a timeout', async () => {
     const q = (sql: string) => owner.post(`${one()}/query`, { sql });
-    const ddl = await q(`create table items (id bigserial primary key, sku varchar(20) not null unique, qty integer default 1, note text, created_at timestamptz not null default now())`);
+    const ddl = await q(
+      `create table items (id bigserial primary key, sku varchar(20) not null unique, qty integer default 1, note text, created_at timestamptz not null default now())`,
+    );
     expect(ddl).toMatchObject({ status: 200, body: { command: 'CREATE', columns: [], rows: [] } });
     expect((await q('create index items_qty on items (qty, note)')).status).toBe(200);
     const ins = await q(`insert into items (sku, qty, note) values ('a', 2, 'x'), ('b', 3, null)`);
@@ -123,10 +160,17 @@ describe('a PostgreSQL database', () => {
     const sel = await q('select id, sku, qty, note, qty * 1.5 as half, qty > 2 as big from items order by id');
     expect(sel.status).toBe(200);
     expect(sel.body.columns).toEqual([
-      { name: 'id', type: 'bigint' }, { name: 'sku', type: 'character varying(20)' }, { name: 'qty', type: 'integer' },
-      { name: 'note', type: 'text' }, { name: 'half', type: 'numeric' }, { name: 'big', type: 'boolean' },
+      { name: 'id', type: 'bigint' },
+      { name: 'sku', type: 'character varying(20)' },
+      { name: 'qty', type: 'integer' },
+      { name: 'note', type: 'text' },
+      { name: 'half', type: 'numeric' },
+      { name: 'big', type: 'boolean' },
     ]);
-    expect(sel.body.rows).toEqual([[1, 'a', 2, 'x', '3.0', false], [2, 'b', 3, null, '4.5', true]]);
+    expect(sel.body.rows).toEqual([
+      [1, 'a', 2, 'x', '3.0', false],
+      [2, 'b', 3, null, '4.5', true],
+    ]);
     expect(sel.body).toMatchObject({ row_count: 2, truncated: false });
 
     const many = await q('select g from generate_series(1, 1000) g');
@@ -273,7 +317,14 @@ describe('a PostgreSQL database', () => {
     expect(off.body.external_access_enabled).toBe(false);
     await waitForStatus(owner, one(), 'running');
     const c = await owner.get(`${one()}/connection`);
-    expect(c.body).toMatchObject({ external_host: null, external_host_ro: null, external_url: null, external_url_ro: null, external_port: null, password: conn.password });
+    expect(c.body).toMatchObject({
+      external_host: null,
+      external_host_ro: null,
+      external_url: null,
+      external_url_ro: null,
+      external_port: null,
+      password: conn.password,
+    });
     expect((await external(conn.external_url, '127.0.0.1')).code).not.toBe(0);
     expect((await internal(conn.database_url)).code).toBe(0);
     // The data survived the new container.

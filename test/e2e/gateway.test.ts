@@ -190,7 +190,10 @@ describe('WebSocket upgrades', () => {
 
   it('refuses a handshake without a valid token, with a JSON body', async () => {
     expect(await open(wsUrl(''))).toMatchObject({ status: 401, body: { code: 'missing_token' } });
-    expect(await open(wsUrl(`?access_token=sk-${'0'.repeat(64)}`))).toMatchObject({ status: 401, body: { error: 'invalid or expired API key', code: 'invalid_api_key' } });
+    expect(await open(wsUrl(`?access_token=sk-${'0'.repeat(64)}`))).toMatchObject({
+      status: 401,
+      body: { error: 'invalid or expired API key', code: 'invalid_api_key' },
+    });
     // Refusals carry the request id too, whoever refused: the gateway or the service.
     expect((await open(wsUrl(''))).requestId).toMatch(/^[\w.-]{1,128}$/);
     const notAnUpgradeRoute = await open(`${p.gatewayUrl.replace('http', 'ws')}/api/v1/no-such-socket?access_token=${p.bootstrap.token}`);

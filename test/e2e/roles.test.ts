@@ -59,7 +59,7 @@ afterAll(async () => {
   await oidc?.stop();
 });
 
-describe('the role matrix, with each role\'s own API key', () => {
+describe("the role matrix, with each role's own API key", () => {
   const matrix = [
     // role,        read keys, write keys, Admin write (create VPC), Member read (list VPCs)
     ['owner', 200, 201, 201, 200],
@@ -98,7 +98,7 @@ describe('the role matrix, with each role\'s own API key', () => {
 });
 
 describe('role changes take effect on the next request', () => {
-  it('a downgraded admin\'s key loses write access at once; a removed member\'s key stops working there', async () => {
+  it("a downgraded admin's key loses write access at once; a removed member's key stops working there", async () => {
     const shifty = await person('shifty@example.com');
     const userId = await addMember(shifty.email, 'admin');
     const key = p.api(shifty.key);
@@ -125,7 +125,7 @@ describe('role changes take effect on the next request', () => {
 });
 
 describe('where a key reaches', () => {
-  it('every workspace of its creator, with the creator\'s role there', async () => {
+  it("every workspace of its creator, with the creator's role there", async () => {
     const second = await owner.post('/api/v1/workspaces', { name: 'second' });
     expect(second.status).toBe(201);
     // The bootstrap key was made in the first workspace; it works in the second too.

@@ -126,7 +126,11 @@ describe('secrets through the gateway', () => {
     ['a key starting with a digit', { name: 'bad-input', values: { '9LIVES': 'v' } }, 'values: key "9LIVES" cannot be an environment variable name'],
     ['a key with a space', { name: 'bad-input', values: { 'MY KEY': 'v' } }, 'values: key "MY KEY" cannot be an environment variable name'],
     ['no keys at all', { name: 'bad-input', values: {} }, 'values: must hold at least one key'],
-    ['values over 64 KiB', { name: 'bad-input', values: { A: 'x'.repeat(40_000), B: 'y'.repeat(30_000) } }, 'values: total size 70002 bytes exceeds the limit of 65536 bytes'],
+    [
+      'values over 64 KiB',
+      { name: 'bad-input', values: { A: 'x'.repeat(40_000), B: 'y'.repeat(30_000) } },
+      'values: total size 70002 bytes exceeds the limit of 65536 bytes',
+    ],
     ['an unknown field', { name: 'bad-input', values: { K: 'v' }, value: 'typo' }, 'Unrecognized key: "value"'],
   ])('rejects %s with 400 naming the problem, writing nothing', async (_label, body, message) => {
     const before = await secretRows(p.database.adminUrl);

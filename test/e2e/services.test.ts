@@ -38,7 +38,7 @@ afterAll(async () => {
   if (p) await cleanVpcs(p.bootstrap.vpcId, ...extraVpcs);
 }, 60_000);
 
-describe('roles, as the spec\'s table says: reads for any member, writes for Owner and Admin', () => {
+describe("roles, as the spec's table says: reads for any member, writes for Owner and Admin", () => {
   it.each(['owner', 'admin', 'developer', 'viewer'] as const)('%s', async (role) => {
     const as = p.api(keys[role]);
     const writer = role === 'owner' || role === 'admin';
@@ -57,7 +57,17 @@ describe('roles, as the spec\'s table says: reads for any member, writes for Own
       ['deploy', () => as.post(`${svc}/deploy`, { image_tag: '1' }), 202],
       ['restart', () => as.post(`${svc}/restart`), 202],
       ['rollback', () => as.post(`${svc}/rollback`, { deployment_id: target.current_deployment_id }), 202],
-      ['put env', () => as.put(`${svc}/env`, { variables: [{ key: 'A', value: '1' }, { key: 'B', value: '2' }] }), 200],
+      [
+        'put env',
+        () =>
+          as.put(`${svc}/env`, {
+            variables: [
+              { key: 'A', value: '1' },
+              { key: 'B', value: '2' },
+            ],
+          }),
+        200,
+      ],
     ];
     for (const [what, call, ok] of writes) {
       const res = await call();
@@ -79,7 +89,7 @@ describe('roles, as the spec\'s table says: reads for any member, writes for Own
 });
 
 describe('create: every field, its default and its rule', () => {
-  it('applies the spec\'s defaults', async () => {
+  it("applies the spec's defaults", async () => {
     const res = await owner.post(base, { name: 'defaults' });
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({

@@ -13,7 +13,10 @@ export interface OidcProvider {
   jwksUrl: string;
   env: Record<string, string>;
   /** A JWT for `email`; `opts` bends one property to test refusals. */
-  sign(email: string, opts?: { audience?: string; issuer?: string; expiresInSeconds?: number; key?: CryptoKey; claims?: Record<string, unknown> }): Promise<string>;
+  sign(
+    email: string,
+    opts?: { audience?: string; issuer?: string; expiresInSeconds?: number; key?: CryptoKey; claims?: Record<string, unknown> },
+  ): Promise<string>;
   stop(): Promise<void>;
 }
 

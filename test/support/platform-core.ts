@@ -58,7 +58,6 @@ export interface Platform {
   stop(): Promise<void>;
 }
 
-
 export async function startPlatformAt(opts: PlatformOptions): Promise<Platform> {
   const started: RunningService[] = [];
   const cleanups: (() => Promise<unknown>)[] = [];
@@ -81,8 +80,7 @@ export async function startPlatformAt(opts: PlatformOptions): Promise<Platform> 
       PIER_BIND_HOST: '127.0.0.1',
       PIER_LOG_LEVEL: level,
     });
-    const clean = (e: EnvOverrides): NodeJS.ProcessEnv =>
-      Object.fromEntries(Object.entries(e).filter(([, v]) => v !== undefined)) as NodeJS.ProcessEnv;
+    const clean = (e: EnvOverrides): NodeJS.ProcessEnv => Object.fromEntries(Object.entries(e).filter(([, v]) => v !== undefined)) as NodeJS.ProcessEnv;
     const url = (port: number) => `http://127.0.0.1:${port}`;
 
     // Resource services first (port 0: the kernel picks), so auth can be told where they

@@ -39,9 +39,7 @@ export type { Platform, PlatformOptions } from './platform-core.ts';
 export type { Api, ApiResponse } from './api.ts';
 export { freePort } from '@pier/testing';
 
-export async function startPlatform(
-  opts: Partial<PlatformOptions> = {},
-): Promise<Platform> {
+export async function startPlatform(opts: Partial<PlatformOptions> = {}): Promise<Platform> {
   return startPlatformAt({
     ...opts,
     postgresAdminUrl: opts.postgresAdminUrl ?? inject('postgresAdminUrl') ?? process.env.PIER_TEST_POSTGRES_URL!,

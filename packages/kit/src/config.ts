@@ -18,7 +18,7 @@ export const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trac
 
 /** Variables every Pier service reads. Services extend this with their own. */
 export const serviceEnv = z.object({
-  PIER_DATABASE_URL: z.string().url({ message: 'PIER_DATABASE_URL must be a postgres:// URL (the service role\'s own login)' }),
+  PIER_DATABASE_URL: z.string().url({ message: "PIER_DATABASE_URL must be a postgres:// URL (the service role's own login)" }),
   PIER_NATS_URL: z.string().min(1, 'PIER_NATS_URL is required (nats://host:port)'),
   PIER_IDENTITY_PUBLIC_KEY: z.string().min(1, 'PIER_IDENTITY_PUBLIC_KEY is required (Ed25519 public JWK, JSON)'),
   PIER_BIND_HOST: z.string().default('127.0.0.1'),

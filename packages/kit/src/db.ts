@@ -67,10 +67,7 @@ export type ServiceSchema = (typeof SERVICE_SCHEMAS)[number];
  * `adminUrl`, and returns each service's connection URL. A service's role cannot read
  * another service's schema. Idempotent.
  */
-export async function provisionServiceRoles(
-  adminUrl: string,
-  passwords: Record<ServiceSchema, string>,
-): Promise<Record<ServiceSchema, string>> {
+export async function provisionServiceRoles(adminUrl: string, passwords: Record<ServiceSchema, string>): Promise<Record<ServiceSchema, string>> {
   const client = new pg.Client({ connectionString: adminUrl });
   await client.connect();
   try {

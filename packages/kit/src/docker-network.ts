@@ -50,7 +50,11 @@ async function ensure(docker: Docker, name: string, labels: Record<string, strin
   }
   const [oldest, ...duplicates] = found;
   if (!oldest) throw new Error(`docker network ${name} was created but is not listed`);
-  for (const dup of duplicates) await docker.getNetwork(dup.Id).remove().catch(() => undefined);
+  for (const dup of duplicates)
+    await docker
+      .getNetwork(dup.Id)
+      .remove()
+      .catch(() => undefined);
   const configs = oldest.IPAM?.Config ?? [];
   return {
     id: oldest.Id,
@@ -63,7 +67,5 @@ async function ensure(docker: Docker, name: string, labels: Record<string, strin
 /** Networks named exactly `name`, oldest first (the list filter matches substrings). */
 async function withName(docker: Docker, name: string): Promise<Docker.NetworkInspectInfo[]> {
   const all = await docker.listNetworks({ filters: JSON.stringify({ name: [name] }) });
-  return all
-    .filter((n) => n.Name === name)
-    .sort((a, b) => Date.parse(a.Created) - Date.parse(b.Created) || a.Id.localeCompare(b.Id));
+  return all.filter((n) => n.Name === name).sort((a, b) => Date.parse(a.Created) - Date.parse(b.Created) || a.Id.localeCompare(b.Id));
 }

@@ -1,14 +1,7 @@
 // Domain errors: stable codes, no transport in them. The edges (HTTP, gRPC) map them
 // through the tables below, so a rule can be written once and spoken twice.
 
-export type ErrorKind =
-  | 'invalid'
-  | 'unauthenticated'
-  | 'forbidden'
-  | 'not_found'
-  | 'conflict'
-  | 'unavailable'
-  | 'internal';
+export type ErrorKind = 'invalid' | 'unauthenticated' | 'forbidden' | 'not_found' | 'conflict' | 'unavailable' | 'internal';
 
 export class PierError extends Error {
   constructor(

@@ -63,7 +63,7 @@ export function unary<Req, Res>(fn: (req: Req, metadata: grpc.Metadata) => Promi
 /** Calls a unary method as a promise, translating failures to domain errors. */
 export function call<Req, Res>(client: grpc.Client, method: string, req: Req, metadata = new grpc.Metadata(), timeoutMs = 5000): Promise<Res> {
   return new Promise((resolve, reject) => {
-    const fn = (client as unknown as Record<string, Function>)[method]!;
+    const fn = (client as unknown as Record<string, (...args: unknown[]) => void>)[method]!;
     fn.call(client, req, metadata, { deadline: Date.now() + timeoutMs }, (err: grpc.ServiceError | null, res: Res) => {
       if (err) reject(fromGrpcError(err));
       else resolve(res);

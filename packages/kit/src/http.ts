@@ -35,6 +35,8 @@ export interface RouteResult {
  * the path's workspace; `User` for routes of the caller's own (no workspace in the path);
  * `Service` for internal routes only another Pier service may call.
  */
+// `any` defaults: a list of routes holds routes of every shape.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export interface Route<P = any, Q = any, B = any> {
   method: Method;
   path: string;

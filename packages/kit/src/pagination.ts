@@ -21,7 +21,11 @@ export const pageQuery = z.object({
     .max(MAX_LIMIT, LIMIT_RULE)
     .default(DEFAULT_LIMIT)
     .describe(`Page size, 1-${MAX_LIMIT} (default ${DEFAULT_LIMIT})`),
-  cursor: z.string({ error: 'must be a single cursor string' }).max(200, 'is not a cursor returned by this list').optional().describe('`next_cursor` of the previous page'),
+  cursor: z
+    .string({ error: 'must be a single cursor string' })
+    .max(200, 'is not a cursor returned by this list')
+    .optional()
+    .describe('`next_cursor` of the previous page'),
 });
 
 export interface PageRequest {

@@ -34,12 +34,17 @@ export function pgErrorOf(err: unknown, messages: PgErrorMessages = {}): PierErr
   if (!isSqlState(code)) return undefined;
   if (code.startsWith('08') || UNAVAILABLE_SQLSTATES.has(code)) return unavailable();
   if (code === '23505') return new ConflictError(messages.unique ?? 'a record with these values already exists', 'already_exists');
-  if (code === '23503') return new ConflictError(messages.foreignKey ?? 'the record refers to one that does not exist, or is still referred to', 'reference_conflict');
+  if (code === '23503')
+    return new ConflictError(messages.foreignKey ?? 'the record refers to one that does not exist, or is still referred to', 'reference_conflict');
   // Serialization failures and deadlocks: the same request, retried, would succeed.
   if (code === '40001' || code === '40P01') return new ConflictError('a concurrent change interfered with this request; retry it', 'concurrent_update');
   if (INVALID_SQLSTATES.has(code)) {
     const field = e?.column;
-    return new InputError(field ? `${field}: value refused by the database` : 'a value was refused by the database', 'invalid_request', field ? { field } : undefined);
+    return new InputError(
+      field ? `${field}: value refused by the database` : 'a value was refused by the database',
+      'invalid_request',
+      field ? { field } : undefined,
+    );
   }
   return undefined;
 }

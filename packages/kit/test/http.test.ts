@@ -52,8 +52,7 @@ const logged: string[] = [];
 beforeAll(async () => {
   const keys = await generateIdentityKeys();
   const privateKey = await importIdentityKey(keys.privateJwk);
-  token = (identity) =>
-    signIdentity(privateKey, { kind: 'user', subject: 'u1', workspaceId: WS, vpcId: VPC, role: 'viewer', ...identity }, 60);
+  token = (identity) => signIdentity(privateKey, { kind: 'user', subject: 'u1', workspaceId: WS, vpcId: VPC, role: 'viewer', ...identity }, 60);
   const sink = new Writable({
     write(chunk, _enc, done) {
       logged.push(String(chunk));
@@ -72,7 +71,9 @@ const base = `/api/v1/workspaces/${WS}/vpcs/${VPC}/things`;
 
 describe('service app', () => {
   it('lets any member read and parses the query', async () => {
-    const res = await request(app).get(`${base}?limit=7`).set(IDENTITY_HEADER, await token({ role: 'viewer' }));
+    const res = await request(app)
+      .get(`${base}?limit=7`)
+      .set(IDENTITY_HEADER, await token({ role: 'viewer' }));
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ limit: 7 });
     expect(res.headers['x-request-id']).toMatch(/.+/);
@@ -80,12 +81,18 @@ describe('service app', () => {
 
   it('refuses writes below Admin with the spec message', async () => {
     for (const role of ['developer', 'viewer'] as const) {
-      const res = await request(app).post(base).set(IDENTITY_HEADER, await token({ role })).send({ name: 'x' });
+      const res = await request(app)
+        .post(base)
+        .set(IDENTITY_HEADER, await token({ role }))
+        .send({ name: 'x' });
       expect(res.status).toBe(403);
       expect(res.body).toEqual({ error: 'insufficient workspace permissions', code: 'forbidden' });
     }
     for (const role of ['owner', 'admin'] as const) {
-      const res = await request(app).post(base).set(IDENTITY_HEADER, await token({ role })).send({ name: 'x' });
+      const res = await request(app)
+        .post(base)
+        .set(IDENTITY_HEADER, await token({ role }))
+        .send({ name: 'x' });
       expect(res.status).toBe(201);
       expect(res.body).toEqual({ name: 'x', kind: 'a' });
     }
@@ -114,7 +121,10 @@ describe('service app', () => {
       [{ name: 'x', extra: 1 }, 'extra'],
     ];
     for (const [body, field] of cases) {
-      const res = await request(app).post(base).set(IDENTITY_HEADER, owner).send(body as object);
+      const res = await request(app)
+        .post(base)
+        .set(IDENTITY_HEADER, owner)
+        .send(body as object);
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(res.body.code).toBe('invalid_request');
       expect(res.body.error).toContain(field);
@@ -154,7 +164,9 @@ describe('service app', () => {
   it('keeps query strings and identity tokens out of access logs', async () => {
     const owner = await token({ role: 'owner' });
     logged.length = 0;
-    await request(app).get(`${base}?limit=3&access_token=sk-${'a'.repeat(64)}`).set(IDENTITY_HEADER, owner);
+    await request(app)
+      .get(`${base}?limit=3&access_token=sk-${'a'.repeat(64)}`)
+      .set(IDENTITY_HEADER, owner);
     const text = logged.join('');
     expect(text).toContain('"path":"' + base + '"');
     expect(text).not.toContain('access_token');

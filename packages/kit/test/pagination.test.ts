@@ -42,7 +42,11 @@ async function walk(limit: number, order: 'asc' | 'desc'): Promise<string[]> {
 
 describe('keysetPage', () => {
   it('walks every row exactly once, in order, across microsecond and identical timestamps', async () => {
-    const all = (await db('items').orderBy([{ column: 'created_at' }, { column: 'id' }]).select('id')).map((r: { id: string }) => r.id);
+    const all = (
+      await db('items')
+        .orderBy([{ column: 'created_at' }, { column: 'id' }])
+        .select('id')
+    ).map((r: { id: string }) => r.id);
     for (const limit of [1, 2, 7, 30, 200]) {
       expect(await walk(limit, 'asc')).toEqual(all);
       expect(await walk(limit, 'desc')).toEqual([...all].reverse());

@@ -1,7 +1,7 @@
 // What each PostgreSQL failure becomes, produced by the real server rather than described.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, freePort, infra, type TestDatabase } from '@pier/testing';
-import { createDb, pgErrorOf, translatePgError, PierError, type Knex } from '../src/index.ts';
+import { createDb, pgErrorOf, translatePgError, type PierError, type Knex } from '../src/index.ts';
 
 let t: TestDatabase;
 let db: Knex;
@@ -38,9 +38,13 @@ async function failure(fn: () => Promise<unknown>): Promise<unknown> {
 const shape = (err: PierError | undefined) => err && { kind: err.kind, code: err.code, message: err.message };
 
 describe('pgErrorOf', () => {
-  it('maps a unique violation to 409 already_exists, with the store\'s message', async () => {
+  it("maps a unique violation to 409 already_exists, with the store's message", async () => {
     const err = await failure(() => db('parents').insert({ id: '00000000-0000-0000-0000-000000000002', name: 'taken', size: 1 }));
-    expect(shape(pgErrorOf(err, { unique: 'a parent named "taken" exists' }))).toEqual({ kind: 'conflict', code: 'already_exists', message: 'a parent named "taken" exists' });
+    expect(shape(pgErrorOf(err, { unique: 'a parent named "taken" exists' }))).toEqual({
+      kind: 'conflict',
+      code: 'already_exists',
+      message: 'a parent named "taken" exists',
+    });
     expect(() => translatePgError(err, { unique: 'dup' })).toThrow('dup');
   });
 

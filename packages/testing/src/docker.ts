@@ -18,8 +18,19 @@ export function vpcContainers(vpcId: string, service?: string): Promise<Docker.C
 /** Removes what the adapters made for this VPC: containers, volumes, and the network. */
 export async function removeVpcObjects(vpcId: string): Promise<void> {
   const filters = JSON.stringify({ label: ['pier.managed=true', `pier.vpc=${vpcId}`] });
-  for (const c of await vpcContainers(vpcId)) await docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined);
+  for (const c of await vpcContainers(vpcId))
+    await docker
+      .getContainer(c.Id)
+      .remove({ force: true, v: true })
+      .catch(() => undefined);
   const { Volumes } = await docker.listVolumes({ filters });
-  for (const v of Volumes ?? []) await docker.getVolume(v.Name).remove().catch(() => undefined);
-  await docker.getNetwork(vpcNetwork(vpcId)).remove().catch(() => undefined);
+  for (const v of Volumes ?? [])
+    await docker
+      .getVolume(v.Name)
+      .remove()
+      .catch(() => undefined);
+  await docker
+    .getNetwork(vpcNetwork(vpcId))
+    .remove()
+    .catch(() => undefined);
 }

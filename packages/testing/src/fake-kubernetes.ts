@@ -234,7 +234,8 @@ export class FakeKubernetes {
     }
     const objName = body.metadata?.name as string | undefined;
     if (name && name !== objName) return refuse(400, 'BadRequest', `name "${objName}" does not match the path's "${name}"`);
-    if (info.namespaced && body.metadata?.namespace && body.metadata.namespace !== namespace) return refuse(400, 'BadRequest', 'namespace does not match the path');
+    if (info.namespaced && body.metadata?.namespace && body.metadata.namespace !== namespace)
+      return refuse(400, 'BadRequest', 'namespace does not match the path');
     try {
       info.validate(body);
     } catch (err) {
@@ -257,7 +258,8 @@ export class FakeKubernetes {
     if (req.headers['content-type'] !== 'application/apply-patch+yaml') return status(415, 'UnsupportedMediaType', `${req.headers['content-type']}`);
     const manager = url.searchParams.get('fieldManager');
     if (!manager) return refuse(422, 'Invalid', 'fieldManager is required for apply patch');
-    if (this.options.fieldManager && manager !== this.options.fieldManager) return refuse(422, 'Invalid', `applied by field manager ${manager}, not ${this.options.fieldManager}`);
+    if (this.options.fieldManager && manager !== this.options.fieldManager)
+      return refuse(422, 'Invalid', `applied by field manager ${manager}, not ${this.options.fieldManager}`);
     return send(existing ? 200 : 201, this.store(info, body, namespace, existing));
   }
 
@@ -358,7 +360,9 @@ export class FakeKubernetes {
         if (once) {
           return {
             phase: 'Failed',
-            containerStatuses: [{ name: c.name, image: c.image, imageID: '', ready: false, restartCount: 0, state: { terminated: { exitCode: 1, reason: 'Error' } } }],
+            containerStatuses: [
+              { name: c.name, image: c.image, imageID: '', ready: false, restartCount: 0, state: { terminated: { exitCode: 1, reason: 'Error' } } },
+            ],
           };
         }
         return waiting(c, 'CrashLoopBackOff', 'back-off 10s restarting failed container');
@@ -366,7 +370,12 @@ export class FakeKubernetes {
     }
     const c = spec.containers[0];
     if (once) {
-      return { phase: 'Succeeded', containerStatuses: [{ name: c.name, image: c.image, imageID: '', ready: false, restartCount: 0, state: { terminated: { exitCode: 0, reason: 'Completed' } } }] };
+      return {
+        phase: 'Succeeded',
+        containerStatuses: [
+          { name: c.name, image: c.image, imageID: '', ready: false, restartCount: 0, state: { terminated: { exitCode: 0, reason: 'Completed' } } },
+        ],
+      };
     }
     return {
       phase: 'Running',

@@ -59,7 +59,12 @@ function checkQualifiedKey(key: string, what: string): void {
 
 /** Every label set a kind carries (its own, its pod templates') and every container it runs. */
 function labelSets(body: Obj): (Record<string, unknown> | undefined)[] {
-  return [body.metadata?.labels, body.spec?.template?.metadata?.labels, body.spec?.jobTemplate?.metadata?.labels, body.spec?.jobTemplate?.spec?.template?.metadata?.labels];
+  return [
+    body.metadata?.labels,
+    body.spec?.template?.metadata?.labels,
+    body.spec?.jobTemplate?.metadata?.labels,
+    body.spec?.jobTemplate?.spec?.template?.metadata?.labels,
+  ];
 }
 
 function podSpecOf(body: Obj): Obj | undefined {
@@ -84,7 +89,15 @@ function checkObject(body: Obj): void {
 type ModelClass = new (data: never) => { validate(): void };
 
 /** A core kind: kubernetes-models' schema, its name rule, the shared rules, and any of its own. */
-function core(apiVersion: string, kind: string, plural: string, namespaced: boolean, model: ModelClass, nameRule: NameRule, extra?: (body: Obj) => void): KindInfo {
+function core(
+  apiVersion: string,
+  kind: string,
+  plural: string,
+  namespaced: boolean,
+  model: ModelClass,
+  nameRule: NameRule,
+  extra?: (body: Obj) => void,
+): KindInfo {
   return {
     apiVersion,
     kind,
@@ -128,7 +141,8 @@ function closeObjects(schema: Obj): Obj {
   if (Array.isArray(schema)) return schema.map(closeObjects);
   if (!schema || typeof schema !== 'object') return schema;
   const out: Obj = {};
-  for (const [k, v] of Object.entries(schema)) out[k] = k === 'properties' ? Object.fromEntries(Object.entries(v as Obj).map(([p, s]) => [p, closeObjects(s as Obj)])) : closeObjects(v as Obj);
+  for (const [k, v] of Object.entries(schema))
+    out[k] = k === 'properties' ? Object.fromEntries(Object.entries(v as Obj).map(([p, s]) => [p, closeObjects(s as Obj)])) : closeObjects(v as Obj);
   // ajv's `nullable` needs a `type`; untyped nodes (int-or-string) accept anything anyway.
   if (out.nullable !== undefined && out.type === undefined) delete out.nullable;
   if (out.type === 'object' && out.properties && out.additionalProperties === undefined && !out['x-kubernetes-preserve-unknown-fields']) {

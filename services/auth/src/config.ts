@@ -46,8 +46,14 @@ export const authEnv = serviceEnv
     PIER_OIDC_JWKS_URL: optionalUrl('PIER_OIDC_JWKS_URL'),
     PIER_OIDC_AUDIENCE: optionalText,
     // Not z.email(): it wants a dot in the domain, and the default owner@localhost has none.
-    PIER_BOOTSTRAP_EMAIL: z.string().regex(/^[^@\s]+@[^@\s]+$/, 'PIER_BOOTSTRAP_EMAIL must be an e-mail address').default('owner@localhost'),
-    PIER_CONFIG_DIR: z.string().min(1).default(() => path.join(os.homedir(), '.config', 'pier')),
+    PIER_BOOTSTRAP_EMAIL: z
+      .string()
+      .regex(/^[^@\s]+@[^@\s]+$/, 'PIER_BOOTSTRAP_EMAIL must be an e-mail address')
+      .default('owner@localhost'),
+    PIER_CONFIG_DIR: z
+      .string()
+      .min(1)
+      .default(() => path.join(os.homedir(), '.config', 'pier')),
     PIER_PUBLIC_URL: z.string().url({ message: 'PIER_PUBLIC_URL must be the gateway URL, e.g. http://127.0.0.1:7100' }).default('http://127.0.0.1:7100'),
     PIER_BOOTSTRAP: flag,
     PIER_COMPUTE_URL: optionalUrl('PIER_COMPUTE_URL'),
@@ -58,7 +64,11 @@ export const authEnv = serviceEnv
   .superRefine((env, ctx) => {
     const priv = parseJwk(env.PIER_IDENTITY_PRIVATE_KEY);
     if (!priv || priv.kty !== 'OKP' || priv.crv !== 'Ed25519' || !priv.d || !priv.x) {
-      ctx.addIssue({ code: 'custom', path: ['PIER_IDENTITY_PRIVATE_KEY'], message: 'must be an Ed25519 private JWK (JSON with kty OKP, crv Ed25519, x and d)' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['PIER_IDENTITY_PRIVATE_KEY'],
+        message: 'must be an Ed25519 private JWK (JSON with kty OKP, crv Ed25519, x and d)',
+      });
       return;
     }
     // A private key that does not match the public key every service verifies with would
@@ -70,7 +80,11 @@ export const authEnv = serviceEnv
     const oidc = [env.PIER_OIDC_ISSUER, env.PIER_OIDC_JWKS_URL, env.PIER_OIDC_AUDIENCE];
     const set = oidc.filter((v) => v !== undefined).length;
     if (set !== 0 && set !== 3) {
-      ctx.addIssue({ code: 'custom', path: ['PIER_OIDC_ISSUER'], message: 'set all of PIER_OIDC_ISSUER, PIER_OIDC_JWKS_URL and PIER_OIDC_AUDIENCE, or none of them' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['PIER_OIDC_ISSUER'],
+        message: 'set all of PIER_OIDC_ISSUER, PIER_OIDC_JWKS_URL and PIER_OIDC_AUDIENCE, or none of them',
+      });
     }
   });
 

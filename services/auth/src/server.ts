@@ -62,7 +62,10 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
         { service: 'secrets', baseUrl: config.PIER_SECRETS_URL },
       ].filter((t): t is UsageTarget => t.baseUrl !== undefined);
       if (targets.length < 3) {
-        logger.warn({ asked: targets.map((t) => t.service) }, 'not every resource service URL is configured; VPC deletion only asks the configured ones whether a VPC is empty');
+        logger.warn(
+          { asked: targets.map((t) => t.service) },
+          'not every resource service URL is configured; VPC deletion only asks the configured ones whether a VPC is empty',
+        );
       }
       const usage = new HttpVpcUsage(targets, () => minter.service('auth'));
       return {

@@ -12,7 +12,11 @@ const ISSUER = 'https://idp.pier.test';
 const AUDIENCE = 'pier-dashboard';
 
 let h: AuthHarness;
-let idp: { url: string; sign(claims: Record<string, unknown>, opts?: { aud?: string; iss?: string; exp?: string | number; key?: 'idp' | 'rogue' }): Promise<string>; close(): Promise<void> };
+let idp: {
+  url: string;
+  sign(claims: Record<string, unknown>, opts?: { aud?: string; iss?: string; exp?: string | number; key?: 'idp' | 'rogue' }): Promise<string>;
+  close(): Promise<void>;
+};
 let admin: pg.Client;
 let owner: RequestAs;
 let ws: string;
@@ -168,7 +172,7 @@ describe('API keys', () => {
     expect(err).toMatchObject({ kind: 'not_found', message: 'workspace not found', code: 'workspace_not_found' });
   });
 
-  it("reaches every workspace of its creator and no other; VPCs must belong to the workspace", async () => {
+  it('reaches every workspace of its creator and no other; VPCs must belong to the workspace', async () => {
     const second = (await (await h.as({ subject: ownerId })).post('/api/v1/workspaces').send({ name: 'second' }).expect(201)).body;
     const res = await h.authenticate(ownerKey, second.id, second.default_vpc_id);
     expect(res.role).toBe('owner');

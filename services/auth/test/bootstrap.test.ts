@@ -5,9 +5,8 @@ import { PassThrough } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { generateIdentityKeys } from '@pier/kit';
-import { createTestDatabase } from '@pier/testing';
+import { createTestDatabase, infra } from '@pier/testing';
 import { readConfig, start, type RunningAuth } from '../src/index.ts';
-import { infra } from '@pier/testing';
 
 // Bootstrap on a real database: what the first start creates and writes, what a restart
 // leaves alone, and two instances starting at once.

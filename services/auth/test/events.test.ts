@@ -43,7 +43,12 @@ describe('events', () => {
     const boot = h.running.bootstrap!;
     const ws = boot.workspaceId;
     const owner = await h.as({ subject: boot.userId, workspaceId: ws, role: 'owner' });
-    const key = (await owner.post(`/api/v1/workspaces/${ws}/api-keys`).send({ name: 'evented', scopes: ['read'] }).expect(201)).body;
+    const key = (
+      await owner
+        .post(`/api/v1/workspaces/${ws}/api-keys`)
+        .send({ name: 'evented', scopes: ['read'] })
+        .expect(201)
+    ).body;
     await owner.delete(`/api/v1/workspaces/${ws}/api-keys/${key.id}`).expect(204);
     const member = (await owner.post(`/api/v1/workspaces/${ws}/members`).send({ email: 'm@example.com', role: 'viewer' }).expect(201)).body;
     await owner.patch(`/api/v1/workspaces/${ws}/members/${member.user_id}`).send({ role: 'developer' }).expect(200);

@@ -29,7 +29,13 @@ export async function startAuth(extraEnv: Record<string, string> = {}): Promise<
     schema: 'auth',
     // auth signs identity tokens with the private half of the pair the harness trusts.
     start: (env, logs) => start(readConfig({ PIER_IDENTITY_PRIVATE_KEY: keys.privateJwk, ...env }), { logDestination: logs }),
-    env: { PIER_AUTH_HTTP_PORT: '0', PIER_AUTH_GRPC_PORT: '0', PIER_CONFIG_DIR: configDir, PIER_LOG_LEVEL: process.env.PIER_TEST_LOG_LEVEL ?? 'silent', ...extraEnv },
+    env: {
+      PIER_AUTH_HTTP_PORT: '0',
+      PIER_AUTH_GRPC_PORT: '0',
+      PIER_CONFIG_DIR: configDir,
+      PIER_LOG_LEVEL: process.env.PIER_TEST_LOG_LEVEL ?? 'silent',
+      ...extraEnv,
+    },
     keys,
   });
   const privateKey = await importIdentityKey(h.keys.privateJwk);

@@ -1,8 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDb, migrate } from '@pier/kit';
-import { createTestDatabase } from '@pier/testing';
+import { createTestDatabase, infra } from '@pier/testing';
 import { migrations, SCHEMA } from '../src/store/migrations.ts';
-import { infra } from '@pier/testing';
 
 describe('auth migrations', () => {
   const drops: (() => Promise<void>)[] = [];
@@ -15,7 +14,9 @@ describe('auth migrations', () => {
     drops.push(database.drop);
     const db = createDb(database.urls.auth, SCHEMA);
     const tables = async () =>
-      (await db.raw<{ rows: { t: string }[] }>(`select table_name as t from information_schema.tables where table_schema = 'auth' order by 1`)).rows.map((r) => r.t);
+      (await db.raw<{ rows: { t: string }[] }>(`select table_name as t from information_schema.tables where table_schema = 'auth' order by 1`)).rows.map(
+        (r) => r.t,
+      );
     const expected = ['api_keys', 'bootstrap', 'cli_sessions', 'memberships', 'outbox', 'users', 'vpcs', 'workspaces'];
     try {
       await migrate(db, SCHEMA, migrations, 'up');

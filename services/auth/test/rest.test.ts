@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import http from 'node:http';
+import type http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import request from 'supertest';
@@ -60,7 +60,10 @@ beforeAll(async () => {
   ids.owner = h.running.bootstrap!.userId;
   as.owner = await h.as({ subject: ids.owner, workspaceId: ws, role: 'owner' });
   for (const role of ['admin', 'developer', 'viewer'] as const) {
-    const res = await as.owner.post(`/api/v1/workspaces/${ws}/members`).send({ email: `${role}@example.com`, role }).expect(201);
+    const res = await as.owner
+      .post(`/api/v1/workspaces/${ws}/members`)
+      .send({ email: `${role}@example.com`, role })
+      .expect(201);
     expect(res.body).toMatchObject({ email: `${role}@example.com`, role });
     ids[role] = res.body.user_id;
     as[role] = await h.as({ subject: ids[role], workspaceId: ws, role });
@@ -122,7 +125,10 @@ describe('role matrix', () => {
     const counts = await admin.query(`select (select count(*) from auth.vpcs)::int as vpcs, (select count(*) from auth.memberships)::int as members`);
     expect(counts.rows[0]).toEqual({ vpcs: 1, members: 4 });
     for (const role of ['owner', 'admin'] as const) {
-      await as[role].post(`/api/v1/workspaces/${ws}/vpcs`).send({ name: `vpc-${role}` }).expect(201);
+      await as[role]
+        .post(`/api/v1/workspaces/${ws}/vpcs`)
+        .send({ name: `vpc-${role}` })
+        .expect(201);
     }
   });
 
@@ -138,7 +144,10 @@ describe('role matrix', () => {
 describe('API keys', () => {
   it('creates sk- + 64 hex, shows it once, stores only its SHA-256', async () => {
     const before = Date.now();
-    const res = await as.admin.post(`/api/v1/workspaces/${ws}/api-keys`).send({ name: 'deploy bot', expires_in_days: 30, scopes: ['services:write', 'read'] }).expect(201);
+    const res = await as.admin
+      .post(`/api/v1/workspaces/${ws}/api-keys`)
+      .send({ name: 'deploy bot', expires_in_days: 30, scopes: ['services:write', 'read'] })
+      .expect(201);
     const k = res.body;
     expect(k.key).toMatch(/^sk-[0-9a-f]{64}$/);
     expect(k.key_prefix).toBe(k.key.slice(0, 12));
@@ -208,7 +217,10 @@ describe('bad input', () => {
     for (const name of ['', 'x'.repeat(64), ' leading', 'line\nbreak']) {
       expectError(await as.owner.post(keys()).send({ name }), 400, 'invalid_request', 'name');
     }
-    await as.owner.post(keys()).send({ name: 'x'.repeat(63) }).expect(201);
+    await as.owner
+      .post(keys())
+      .send({ name: 'x'.repeat(63) })
+      .expect(201);
     for (const name of ['', 'x'.repeat(64), 'Upper', 'under_score', '-dash', 'dash-']) {
       expectError(await as.owner.post(`/api/v1/workspaces/${ws}/vpcs`).send({ name }), 400, 'invalid_request', 'name');
       expectError(await (await h.as({ subject: ids.owner })).post('/api/v1/workspaces').send({ name }), 400, 'invalid_request', 'name');
@@ -225,7 +237,12 @@ describe('bad input', () => {
 
   it('refuses unknown roles and e-mails that are not e-mails', async () => {
     const members = `/api/v1/workspaces/${ws}/members`;
-    expectError(await as.owner.post(members).send({ email: 'z@example.com', role: 'superuser' }), 400, 'invalid_request', 'role: must be one of owner, admin, developer, viewer');
+    expectError(
+      await as.owner.post(members).send({ email: 'z@example.com', role: 'superuser' }),
+      400,
+      'invalid_request',
+      'role: must be one of owner, admin, developer, viewer',
+    );
     expectError(await as.owner.post(members).send({ email: 'z@example.com' }), 400, 'invalid_request', 'role: is required');
     expectError(await as.owner.post(members).send({ email: 'not-an-email', role: 'viewer' }), 400, 'invalid_request', 'email');
     expectError(await as.owner.patch(`${members}/${ids.viewer}`).send({ role: 'root' }), 400, 'invalid_request', 'role');
@@ -260,14 +277,21 @@ describe('bad input', () => {
 
 describe('pagination', () => {
   it('walks a list page by page with next_cursor', async () => {
-    for (const n of [1, 2, 3, 4, 5]) await as.owner.post(`/api/v1/workspaces/${ws}/vpcs`).send({ name: `page-${n}` }).expect(201);
+    for (const n of [1, 2, 3, 4, 5])
+      await as.owner
+        .post(`/api/v1/workspaces/${ws}/vpcs`)
+        .send({ name: `page-${n}` })
+        .expect(201);
     const all = (await as.owner.get(`/api/v1/workspaces/${ws}/vpcs?limit=200`).expect(200)).body;
     expect(all.next_cursor).toBeNull();
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
       const page: { items: { id: string }[]; next_cursor: string | null } = (
-        await as.owner.get(`/api/v1/workspaces/${ws}/vpcs`).query(cursor ? { limit: 2, cursor } : { limit: 2 }).expect(200)
+        await as.owner
+          .get(`/api/v1/workspaces/${ws}/vpcs`)
+          .query(cursor ? { limit: 2, cursor } : { limit: 2 })
+          .expect(200)
       ).body;
       expect(page.items.length).toBeLessThanOrEqual(2);
       seen.push(...page.items.map((v) => v.id));
@@ -338,7 +362,7 @@ describe('workspaces and VPCs', () => {
 });
 
 describe('CLI sessions', () => {
-  it('are the caller\'s own: create returns the token once, list and revoke', async () => {
+  it("are the caller's own: create returns the token once, list and revoke", async () => {
     const dev = await h.as({ subject: ids.developer });
     const s = (await dev.post('/api/v1/cli-sessions').send({ name: 'work laptop', expires_in_days: 7 }).expect(201)).body;
     expect(s.token).toMatch(/^[0-9a-f]{64}$/);

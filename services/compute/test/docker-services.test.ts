@@ -32,12 +32,20 @@ afterAll(async () => {
   await c?.stop();
   await nc?.close();
   await cleanDocker(c.vpcId);
-  await docker.getImage('pier/tiny-http:compute-test').remove().catch(() => undefined);
+  await docker
+    .getImage('pier/tiny-http:compute-test')
+    .remove()
+    .catch(() => undefined);
   await link.down();
 }, 60_000);
 
 const status = (id: string) => c.get(`${c.base}/${id}`).then((r) => r.body);
-const settle = (id: string, want: string, ms = 30_000) => until(() => status(id), (s) => s.status === want, ms);
+const settle = (id: string, want: string, ms = 30_000) =>
+  until(
+    () => status(id),
+    (s) => s.status === want,
+    ms,
+  );
 const containersOf = async (serviceId: string) => (await vpcContainers(c.vpcId)).filter((x) => x.Labels['pier.service'] === serviceId);
 
 async function rows(sql: string, params: unknown[] = []): Promise<any[]> {
@@ -149,10 +157,18 @@ describe('web service on docker', () => {
   });
 
   it('sets literal environment variables with a rollout, and removes one', async () => {
-    const put = await c.request('PUT', `${c.base}/${web.id}/env`, { variables: [{ key: 'GREETING', value: 'hello' }, { key: 'MODE', value: 'test' }] });
+    const put = await c.request('PUT', `${c.base}/${web.id}/env`, {
+      variables: [
+        { key: 'GREETING', value: 'hello' },
+        { key: 'MODE', value: 'test' },
+      ],
+    });
     expect(put.status).toBe(200);
     expect(put.body.deployment).toMatchObject({ reason: 'env', status: 'deploying' });
-    expect(put.body.variables.map((v: any) => [v.key, v.value])).toEqual([['GREETING', 'hello'], ['MODE', 'test']]);
+    expect(put.body.variables.map((v: any) => [v.key, v.value])).toEqual([
+      ['GREETING', 'hello'],
+      ['MODE', 'test'],
+    ]);
     await settle(web.id, 'running');
     const [container] = await containersOf(web.id);
     const ip = container!.NetworkSettings.Networks[`pier-vpc-${c.vpcId}`]!.IPAddress;
@@ -171,7 +187,12 @@ describe('web service on docker', () => {
   });
 
   it('runs min_replicas containers and rolls configuration changes out (PATCH)', async () => {
-    const res = await c.request('PATCH', `${c.base}/${web.id}`, { min_replicas: 2, max_replicas: 3, command: ['/bin/busybox'], args: ['httpd', '-f', '-p', '8080', '-h', '/www'] });
+    const res = await c.request('PATCH', `${c.base}/${web.id}`, {
+      min_replicas: 2,
+      max_replicas: 3,
+      command: ['/bin/busybox'],
+      args: ['httpd', '-f', '-p', '8080', '-h', '/www'],
+    });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ min_replicas: 2, max_replicas: 3, status: 'deploying' });
     await settle(web.id, 'running');
@@ -183,7 +204,11 @@ describe('web service on docker', () => {
   });
 
   it('publishes status changes through the outbox to NATS', async () => {
-    await until(async () => seen.filter((e) => e.resource_id === web.id && e.kind === 'service.status_changed'), (l) => l.some((e) => e.data.to === 'running'), 10_000);
+    await until(
+      async () => seen.filter((e) => e.resource_id === web.id && e.kind === 'service.status_changed'),
+      (l) => l.some((e) => e.data.to === 'running'),
+      10_000,
+    );
     expect(seen.some((e) => e.kind === 'service.created' && e.resource_id === web.id)).toBe(true);
     expect(seen.some((e) => e.kind === 'service.deployment_requested' && e.resource_id === web.id)).toBe(true);
     // Literal values stay out of events: only keys travel.
@@ -249,8 +274,20 @@ describe('cron services and disks on docker', () => {
   it('runs a cron service on its schedule: one container per tick, status from the last run', async () => {
     // Schedules that do not come round while the test runs (compute's own scheduler runs
     // meanwhile), then driven to their next tick below.
-    const ok = await c.post(c.base, { name: 'tick', service_type: 'cron', cron_schedule: '0 0 1 1 *', image: EXITS, command: ['/bin/busybox', 'sh', '-c', 'echo tick; exit 0'] });
-    const bad = await c.post(c.base, { name: 'tock', service_type: 'cron', cron_schedule: '@yearly', image: EXITS, command: ['/bin/busybox', 'sh', '-c', 'exit 3'] });
+    const ok = await c.post(c.base, {
+      name: 'tick',
+      service_type: 'cron',
+      cron_schedule: '0 0 1 1 *',
+      image: EXITS,
+      command: ['/bin/busybox', 'sh', '-c', 'echo tick; exit 0'],
+    });
+    const bad = await c.post(c.base, {
+      name: 'tock',
+      service_type: 'cron',
+      cron_schedule: '@yearly',
+      image: EXITS,
+      command: ['/bin/busybox', 'sh', '-c', 'exit 3'],
+    });
     expect(ok.status).toBe(201);
     expect(ok.body).toMatchObject({ service_type: 'cron', cron_schedule: '0 0 1 1 *', port: null });
     await settle(ok.body.id, 'running');

@@ -20,7 +20,7 @@ const fieldOf = (fn: () => unknown) => {
 };
 
 describe('service configuration', () => {
-  it('fills the spec\'s defaults', () => {
+  it("fills the spec's defaults", () => {
     expect(configFromCreate({ name: 'a' })).toEqual({
       name: 'a',
       service_type: 'web',
@@ -105,12 +105,26 @@ describe('cron schedules', () => {
 
 describe('environment entries', () => {
   it('accepts literals and references, refuses duplicates and half references', () => {
-    const ok = putEnvBody.parse({ variables: [{ key: 'A', value: '1' }, { key: 'B', secret_id: '6f1c1a52-7d2e-4a8e-9d55-1f6f3d7d8a10', secret_key: 'k' }] });
+    const ok = putEnvBody.parse({
+      variables: [
+        { key: 'A', value: '1' },
+        { key: 'B', secret_id: '6f1c1a52-7d2e-4a8e-9d55-1f6f3d7d8a10', secret_key: 'k' },
+      ],
+    });
     expect(entriesFromPut(ok)).toHaveLength(2);
     expect(putEnvBody.safeParse({ variables: [{ key: '1A', value: '1' }] }).success).toBe(false);
     expect(putEnvBody.safeParse({ variables: [{ key: 'A', value: '1', secret_id: 'x', secret_key: 'y' }] }).success).toBe(false);
     expect(putEnvBody.safeParse({ variables: [{ key: 'A', secret_id: 'x' }] }).success).toBe(false);
-    expect(fieldOf(() => entriesFromPut({ variables: [{ key: 'A', value: '1' }, { key: 'A', value: '2' }] }))).toBe('variables.1.key');
+    expect(
+      fieldOf(() =>
+        entriesFromPut({
+          variables: [
+            { key: 'A', value: '1' },
+            { key: 'A', value: '2' },
+          ],
+        }),
+      ),
+    ).toBe('variables.1.key');
   });
 });
 
@@ -132,7 +146,11 @@ describe('live status', () => {
     expect(liveStatus('restarting', deployment({ reason: 'restart' }), obs('progressing'), now).status).toBe('restarting');
     expect(liveStatus('creating', deployment({ reason: 'create' }), obs('absent'), now).status).toBe('creating');
     expect(liveStatus('deploying', deployment(), obs('ready'), now)).toMatchObject({ status: 'running', deployment: { status: 'succeeded' } });
-    expect(liveStatus('deploying', deployment(), obs('failed', 'boom'), now)).toMatchObject({ status: 'crashed', message: 'boom', deployment: { status: 'failed' } });
+    expect(liveStatus('deploying', deployment(), obs('failed', 'boom'), now)).toMatchObject({
+      status: 'crashed',
+      message: 'boom',
+      deployment: { status: 'failed' },
+    });
     const late = deployment({ createdAt: new Date(now.getTime() - PROGRESS_DEADLINE_MS - 1) });
     expect(liveStatus('deploying', late, obs('progressing'), now)).toMatchObject({ status: 'crashed', deployment: { status: 'failed' } });
   });

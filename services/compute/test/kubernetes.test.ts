@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import pg from 'pg';
 import { createLogger, generateIdentityKeys, IDENTITY_HEADER, secretObjectName, vpcNamespace, UnavailableError, resourcesOf } from '@pier/kit';
 import { createTestDatabase, FakeKubernetes, infra } from '@pier/testing';
-import * as secrets from '@pier/secrets';
+import type * as secrets from '@pier/secrets';
 import { KubernetesCluster } from '../src/cluster/kubernetes.ts';
 import { desiredObjects, namespaceManifest, networkPolicyManifest } from '../src/cluster/kubernetes-manifests.ts';
 import type { ObserveTarget, WorkloadSpec } from '../src/domain/cluster-port.ts';
@@ -38,11 +38,28 @@ afterAll(async () => {
 
 function spec(input: CreateServiceInput, env: EnvEntry[] = [], image = 'registry.example/app:v1'): WorkloadSpec {
   const config = configFromCreate(input);
-  return { workspaceId, vpcId, serviceId: randomUUID(), serviceName: input.name, deploymentId: randomUUID(), image, config, resources: resourcesOf(config.instance_type), env };
+  return {
+    workspaceId,
+    vpcId,
+    serviceId: randomUUID(),
+    serviceName: input.name,
+    deploymentId: randomUUID(),
+    image,
+    config,
+    resources: resourcesOf(config.instance_type),
+    env,
+  };
 }
 
 function target(s: WorkloadSpec): ObserveTarget {
-  return { serviceId: s.serviceId, serviceType: s.config.service_type, deploymentId: s.deploymentId, replicas: s.config.min_replicas, port: s.config.port, healthCheckPath: s.config.health_check_path };
+  return {
+    serviceId: s.serviceId,
+    serviceType: s.config.service_type,
+    deploymentId: s.deploymentId,
+    replicas: s.config.min_replicas,
+    port: s.config.port,
+    healthCheckPath: s.config.health_check_path,
+  };
 }
 
 const observe = async (s: WorkloadSpec) => (await cluster.observeMany({ workspaceId, vpcId }, [target(s)])).observations.get(s.serviceId)!;
@@ -51,10 +68,8 @@ const observe = async (s: WorkloadSpec) => (await cluster.observeMany({ workspac
 function stored(apiVersion: string, kind: string, name: string) {
   const o = fake.get(apiVersion, kind, kind === 'Namespace' ? undefined : ns, name);
   if (!o) return undefined;
-  const { uid, resourceVersion, generation, creationTimestamp, ...metadata } = o.metadata;
-  void uid, resourceVersion, generation, creationTimestamp;
-  const { status, ...rest } = o;
-  void status;
+  const { uid: _uid, resourceVersion: _rv, generation: _generation, creationTimestamp: _created, ...metadata } = o.metadata;
+  const { status: _status, ...rest } = o;
   return { ...rest, metadata };
 }
 
@@ -77,7 +92,12 @@ describe('kubernetes adapter', () => {
     expect(d.spec.replicas).toBe(1);
     const pod = d.spec.template.spec;
     const c = pod.containers[0];
-    expect(c).toMatchObject({ image: 'registry.example/app:v1', command: ['/app'], args: ['--serve'], ports: [{ containerPort: 8080, name: 'http', protocol: 'TCP' }] });
+    expect(c).toMatchObject({
+      image: 'registry.example/app:v1',
+      command: ['/app'],
+      args: ['--serve'],
+      ports: [{ containerPort: 8080, name: 'http', protocol: 'TCP' }],
+    });
     expect(c.resources).toEqual({ requests: { cpu: '1000m', memory: '1024Mi' }, limits: { cpu: '1000m', memory: '1024Mi' } });
     expect(c.readinessProbe.httpGet).toEqual({ path: '/healthz', port: 8080 });
     expect(pod.securityContext.runAsUser).toBe(1001);
@@ -109,7 +129,10 @@ describe('kubernetes adapter', () => {
     expect(observations.get(ok.serviceId)).toMatchObject({ phase: 'ready', readyReplicas: 1 });
     expect(observations.get(crash.serviceId)).toMatchObject({ phase: 'failed', message: expect.stringContaining('CrashLoopBackOff') });
     expect(observations.get(missing.serviceId)).toMatchObject({ phase: 'failed', message: expect.stringContaining('ErrImagePull') });
-    expect(observations.get(secret.serviceId)).toMatchObject({ phase: 'failed', message: expect.stringMatching(/CreateContainerConfigError: secret "pier-secret-.*" not found/) });
+    expect(observations.get(secret.serviceId)).toMatchObject({
+      phase: 'failed',
+      message: expect.stringMatching(/CreateContainerConfigError: secret "pier-secret-.*" not found/),
+    });
   });
 
   it('adds an autoscaler for max_replicas and leaves the replica count to it', async () => {
@@ -128,7 +151,10 @@ describe('kubernetes adapter', () => {
   it('claims a volume for a disk and mounts it, recreating rather than rolling', async () => {
     const s = spec({ name: 'db-ish', disk_size_gb: 5, disk_mount_path: '/data' });
     await cluster.apply(s);
-    expect(fake.get('v1', 'PersistentVolumeClaim', ns, 'db-ish-disk')!.spec).toEqual({ accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '5Gi' } } });
+    expect(fake.get('v1', 'PersistentVolumeClaim', ns, 'db-ish-disk')!.spec).toEqual({
+      accessModes: ['ReadWriteOnce'],
+      resources: { requests: { storage: '5Gi' } },
+    });
     const d = fake.get('apps/v1', 'Deployment', ns, 'db-ish')!;
     expect(d.spec.strategy).toEqual({ type: 'Recreate' });
     expect(d.spec.template.spec.volumes).toEqual([{ name: 'disk', persistentVolumeClaim: { claimName: 'db-ish-disk' } }]);
@@ -168,7 +194,11 @@ describe('kubernetes adapter', () => {
     const s = spec({ name: 'gone', disk_size_gb: 1, disk_mount_path: '/d', max_replicas: 1 });
     await cluster.apply(s);
     await cluster.delete(s);
-    for (const [v, k, n] of [['apps/v1', 'Deployment', 'gone'], ['v1', 'Service', 'gone'], ['v1', 'PersistentVolumeClaim', 'gone-disk']] as const) {
+    for (const [v, k, n] of [
+      ['apps/v1', 'Deployment', 'gone'],
+      ['v1', 'Service', 'gone'],
+      ['v1', 'PersistentVolumeClaim', 'gone-disk'],
+    ] as const) {
       expect(fake.get(v, k, ns, n)).toBeUndefined();
     }
     expect(fake.list('Pod', ns).filter((p) => p.metadata.labels['pier.dev/service'] === s.serviceId)).toEqual([]);
@@ -219,7 +249,10 @@ describe('compute and secrets on kubernetes', () => {
     const created = await c.post(c.base, { name: 'shop', image: 'registry.example/shop:1', health_check_path: '/healthz' });
     expect(created.status).toBe(201);
     const id = created.body.id;
-    await until(() => status(id), (s) => s.status === 'running');
+    await until(
+      () => status(id),
+      (s) => s.status === 'running',
+    );
     const list = await c.get(c.base);
     expect(list.headers.get('x-pier-cluster-calls')).toBe('1');
 
@@ -237,9 +270,14 @@ describe('compute and secrets on kubernetes', () => {
 
     const put = await c.request('PUT', `${c.base}/${id}/env`, { variables: [{ key: 'DB_PASSWORD', secret_id: secret.body.id, secret_key: 'PASSWORD' }] });
     expect(put.status).toBe(200);
-    await until(() => status(id), (s) => s.status === 'running');
+    await until(
+      () => status(id),
+      (s) => s.status === 'running',
+    );
     const d = fake.get('apps/v1', 'Deployment', kns, 'shop')!;
-    expect(d.spec.template.spec.containers[0].env).toEqual([{ name: 'DB_PASSWORD', valueFrom: { secretKeyRef: { name: secretObjectName(secret.body.id), key: 'PASSWORD' } } }]);
+    expect(d.spec.template.spec.containers[0].env).toEqual([
+      { name: 'DB_PASSWORD', valueFrom: { secretKeyRef: { name: secretObjectName(secret.body.id), key: 'PASSWORD' } } },
+    ]);
     expect(JSON.stringify(fake.received.filter((b) => b.kind !== 'Secret'))).not.toContain(VALUE);
     expect(JSON.stringify(fake.received.filter((b) => b.kind !== 'Secret'))).not.toContain(Buffer.from(VALUE).toString('base64'));
 
@@ -255,7 +293,10 @@ describe('compute and secrets on kubernetes', () => {
     expect(hits.rows[0].n).toBe(0);
 
     expect((await c.request('DELETE', `${c.base}/${id}`)).status).toBe(202);
-    await until(() => status(id), (s) => s.status === 'deleted');
+    await until(
+      () => status(id),
+      (s) => s.status === 'deleted',
+    );
     expect(fake.get('apps/v1', 'Deployment', kns, 'shop')).toBeUndefined();
     expect(fake.get('v1', 'Service', kns, 'shop')).toBeUndefined();
     expect(fake.invalid).toEqual([]);

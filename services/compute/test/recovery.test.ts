@@ -34,7 +34,10 @@ describe('recovery at start-up', () => {
     started.push(first);
     vpcs.add(first.vpcId);
     const svc = (await first.post(first.base, { name: 'survivor', image: TINY_HTTP })).body;
-    await until(() => first.get(`${first.base}/${svc.id}`).then((r) => r.body), (s) => s.status === 'running');
+    await until(
+      () => first.get(`${first.base}/${svc.id}`).then((r) => r.body),
+      (s) => s.status === 'running',
+    );
     await first.stop();
     started.pop();
 
@@ -60,12 +63,18 @@ describe('recovery at start-up', () => {
       const res = await fetch(second.url + path, { headers: { 'x-pier-identity': await first.token('owner') } });
       return { status: res.status, body: await res.json() };
     };
-    await until(() => sql(`select status from compute.deployments where id = $1`, [pending.id]), (r) => r[0]?.status !== 'pending');
+    await until(
+      () => sql(`select status from compute.deployments where id = $1`, [pending.id]),
+      (r) => r[0]?.status !== 'pending',
+    );
     expect(await sql(`select 1 from compute.services where id = $1`, [ghost.id])).toHaveLength(0);
     const history = await as(`${base}/${svc.id}/deployments`);
     expect(history.body.items[0]).toMatchObject({ id: pending.id, reason: 'env' });
     expect((await as(`${base}/${svc.id}/env`)).body.variables).toEqual([{ id: expect.any(String), key: 'RECOVERED', value: 'yes' }]);
-    await until(() => as(`${base}/${svc.id}`).then((r) => r.body), (s) => s.status === 'running');
+    await until(
+      () => as(`${base}/${svc.id}`).then((r) => r.body),
+      (s) => s.status === 'running',
+    );
     const [container] = (await vpcContainers(first.vpcId)).filter((c) => c.Labels['pier.service'] === svc.id);
     expect((await docker.getContainer(container!.Id).inspect()).Config.Env).toContain('RECOVERED=yes');
   });

@@ -8,7 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { generateIdentityKeys, IDENTITY_HEADER } from '@pier/kit';
 import { createTestDatabase, infra } from '@pier/testing';
-import * as secrets from '@pier/secrets';
+import type * as secrets from '@pier/secrets';
 import { startCompute, startSecretsFor, until, cleanDocker, vpcContainers, TINY_HTTP, type Compute, type TestDatabase } from './support.ts';
 
 const VALUE = `s3cret-${randomBytes(8).toString('hex')}`;
@@ -50,7 +50,11 @@ async function secretsApi(method: string, suffix: string, body?: unknown) {
 }
 
 const status = (id: string) => c.get(`${c.base}/${id}`).then((r) => r.body);
-const settle = (id: string, want: string) => until(() => status(id), (s) => s.status === want);
+const settle = (id: string, want: string) =>
+  until(
+    () => status(id),
+    (s) => s.status === want,
+  );
 
 describe('secret references in the environment', () => {
   let secretId: string;
@@ -80,7 +84,7 @@ describe('secret references in the environment', () => {
 
     const env = await c.get(`${c.base}/${service.id}/env`);
     expect(JSON.stringify(env.body)).not.toContain(VALUE);
-    expect(JSON.stringify((await status(service.id)))).not.toContain(VALUE);
+    expect(JSON.stringify(await status(service.id))).not.toContain(VALUE);
 
     // Nowhere in compute's schema: every text-ish column of every table.
     const client = new pg.Client({ connectionString: db.adminUrl });
@@ -103,7 +107,10 @@ describe('secret references in the environment', () => {
     expect(unknownSecret.status).toBe(400);
     expect(unknownSecret.body).toMatchObject({ code: 'secret_not_found', field: 'variables.0.secret_id' });
     const unknownKey = await c.request('PUT', `${c.base}/${service.id}/env`, {
-      variables: [{ key: 'OK', value: '1' }, { key: 'X', secret_id: secretId, secret_key: 'NOPE' }],
+      variables: [
+        { key: 'OK', value: '1' },
+        { key: 'X', secret_id: secretId, secret_key: 'NOPE' },
+      ],
     });
     expect(unknownKey.status).toBe(400);
     expect(unknownKey.body).toMatchObject({ code: 'key_not_found', field: 'variables.1.secret_key' });

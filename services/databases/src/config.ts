@@ -19,7 +19,10 @@ export const databasesEnv = serviceEnv.extend({
     .default('')
     .transform((v, ctx) => {
       const labels: Record<string, string> = {};
-      for (const pair of v.split(',').map((p) => p.trim()).filter(Boolean)) {
+      for (const pair of v
+        .split(',')
+        .map((p) => p.trim())
+        .filter(Boolean)) {
         const i = pair.indexOf('=');
         if (i <= 0) {
           ctx.addIssue({ code: 'custom', message: `PIER_DATABASES_CONTAINER_LABELS: "${pair}" is not key=value` });

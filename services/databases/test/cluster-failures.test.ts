@@ -76,7 +76,12 @@ function countingDocker(): { docker: Docker; calls: string[] } {
 describe('a database stopped outside Pier', () => {
   it('is resynced to error on the next read, and to running once it is back', async () => {
     const counted = countingDocker();
-    const cluster = new DockerCluster({ docker: counted.docker, postgresImage: 'pier/pg-managed:15', mysqlImage: 'pier/mariadb:10.11', publishAddress: '127.0.0.1' });
+    const cluster = new DockerCluster({
+      docker: counted.docker,
+      postgresImage: 'pier/pg-managed:15',
+      mysqlImage: 'pier/mariadb:10.11',
+      publishAddress: '127.0.0.1',
+    });
     // Without the installation's label the adapter lists nothing to sweep, and the
     // reconciler's passes are far apart: the only Engine API calls counted are the list's.
     const h = await startDatabases({ PIER_DATABASES_RECONCILE_INTERVAL_MS: '600000' }, { cluster: () => cluster });
@@ -85,8 +90,16 @@ describe('a database stopped outside Pier', () => {
     const res2 = await h.request('POST', h.base, { name: 'steady' });
     const one = `${h.base}/${res.body.id}`;
     const status = (path: string) => h.request('GET', path).then((r) => r.body.status);
-    await until(() => status(one), (s) => s === 'running', 60_000);
-    await until(() => status(`${h.base}/${res2.body.id}`), (s) => s === 'running', 60_000);
+    await until(
+      () => status(one),
+      (s) => s === 'running',
+      60_000,
+    );
+    await until(
+      () => status(`${h.base}/${res2.body.id}`),
+      (s) => s === 'running',
+      60_000,
+    );
     // Live status of a whole list is one Engine API call.
     counted.calls.length = 0;
     const list = await h.request('GET', h.base);
@@ -100,7 +113,11 @@ describe('a database stopped outside Pier', () => {
     expect(listed.body.items.map((d: { status: string }) => d.status)).toEqual(['error', 'running']);
     expect((await h.request('POST', `${one}/query`, { sql: 'select 1' })).body.code).toBe('database_not_running');
     await docker.getContainer(`pier-db-${res.body.id}`).start();
-    await until(() => status(one), (s) => s === 'running', 60_000);
+    await until(
+      () => status(one),
+      (s) => s === 'running',
+      60_000,
+    );
     expect((await h.request('POST', `${one}/query`, { sql: 'select 1' })).status).toBe(200);
   });
 });

@@ -38,7 +38,10 @@ async function crashAt(point: string, act: () => Promise<unknown>): Promise<void
 
 const objects = () => installationObjects(installation, p.vpcId);
 const events = async (resourceId: string) =>
-  (await p.sql(`select kind, payload->'data' as data from databases.outbox where payload->>'resource_id' = $1 order by id`, [resourceId])) as { kind: string; data: any }[];
+  (await p.sql(`select kind, payload->'data' as data from databases.outbox where payload->>'resource_id' = $1 order by id`, [resourceId])) as {
+    kind: string;
+    data: any;
+  }[];
 const rules = () => p.sql('select cidr, state from databases.allowlist_rules where database_id = $1', [id]);
 const status = () => p.call('GET', one()).then((r) => r.body);
 
@@ -50,7 +53,10 @@ describe('a crash', () => {
     expect((await objects()).containers).toEqual([`pier-db-${row.id}`, `pier-db-${row.id}-pooler`]);
 
     await p.spawn();
-    await until(() => p.sql('select id from databases.databases'), (rows) => rows.length === 0);
+    await until(
+      () => p.sql('select id from databases.databases'),
+      (rows) => rows.length === 0,
+    );
     expect(await objects()).toEqual({ containers: [], volumes: [] });
     expect(await events(row.id)).toEqual([]);
     expect((await p.call('GET', p.base)).body).toEqual({ items: [], next_cursor: null });
@@ -67,7 +73,10 @@ describe('a crash', () => {
     expect(left).toEqual({ external_access_enabled: false, pending_change: { instanceType: 'svc.nano', storageGb: 20, externalAccessEnabled: true } });
 
     await p.spawn();
-    await until(() => p.sql('select pending_change from databases.databases where id = $1', [id]), (rows) => rows[0].pending_change === null);
+    await until(
+      () => p.sql('select pending_change from databases.databases where id = $1', [id]),
+      (rows) => rows[0].pending_change === null,
+    );
     expect(await status()).toMatchObject({ status: 'running', external_access_enabled: true, storage_gb: 20 });
     const conn = (await p.call('GET', `${one()}/connection`)).body;
     expect(conn.external_port).toEqual(expect.any(Number));
@@ -111,10 +120,15 @@ describe('a crash', () => {
     expect(await objects()).toEqual({ containers: [], volumes: [] });
 
     await p.spawn();
-    await until(() => p.sql('select status, deleted_at from databases.databases where id = $1', [id]), (rows) => rows[0].status === 'deleted');
+    await until(
+      () => p.sql('select status, deleted_at from databases.databases where id = $1', [id]),
+      (rows) => rows[0].status === 'deleted',
+    );
     expect((await p.call('GET', one())).status).toBe(404);
     const statuses = (await events(id)).filter((e) => e.kind === 'database.status_changed').map((e) => e.data.status);
     expect(statuses.slice(-2)).toEqual(['deleting', 'deleted']);
-    expect(await p.sql(`select count(*)::int as n from databases.databases where status <> 'deleted' or not provisioned or pending_change is not null`)).toEqual([{ n: 0 }]);
+    expect(
+      await p.sql(`select count(*)::int as n from databases.databases where status <> 'deleted' or not provisioned or pending_change is not null`),
+    ).toEqual([{ n: 0 }]);
   }, 120_000);
 });

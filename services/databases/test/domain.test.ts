@@ -28,7 +28,13 @@ function fieldOf(fn: () => unknown): string | undefined {
 describe('provision rules', () => {
   it('applies the defaults per engine', () => {
     expect(resolveProvision({ name: 'a' }, caps)).toEqual({
-      name: 'a', engine: 'postgresql', instanceType: 'svc.nano', storageGb: 10, version: '15', replicas: 0, externalAccessEnabled: false,
+      name: 'a',
+      engine: 'postgresql',
+      instanceType: 'svc.nano',
+      storageGb: 10,
+      version: '15',
+      replicas: 0,
+      externalAccessEnabled: false,
     });
     expect(resolveProvision({ name: 'b', engine: 'mysql' }, caps)).toMatchObject({ instanceType: 'svc.small', version: '10.11', replicas: 1 });
   });
@@ -71,8 +77,15 @@ describe('CIDR blocks', () => {
 
 describe('access rendering', () => {
   const policy = (over: Partial<AccessPolicy>): AccessPolicy => ({
-    engine: 'postgresql', database: 'abcd1234', appUser: 'app_abcd1234', vpcNetworks: ['172.18.0.0/16'],
-    controlPlane: ['172.18.0.1/32'], hostAddresses: ['172.18.0.1/32'], externalAccess: false, rules: [], ...over,
+    engine: 'postgresql',
+    database: 'abcd1234',
+    appUser: 'app_abcd1234',
+    vpcNetworks: ['172.18.0.0/16'],
+    controlPlane: ['172.18.0.1/32'],
+    hostAddresses: ['172.18.0.1/32'],
+    externalAccess: false,
+    rules: [],
+    ...over,
   });
 
   it('admits the VPC always, the world only with external access, and only listed blocks once a rule exists', () => {
@@ -123,7 +136,9 @@ describe('status resync', () => {
 describe('connection details', () => {
   it('gives the external URLs in the spec shape only with external access on', () => {
     const base = {
-      engine: 'postgresql' as const, shortId: 'abcd1234', domains: { postgresql: 'pg.example.com', mysql: 'my.example.com' },
+      engine: 'postgresql' as const,
+      shortId: 'abcd1234',
+      domains: { postgresql: 'pg.example.com', mysql: 'my.example.com' },
       endpoints: { host: 'db-abcd1234-rw', port: 5432, readOnlyHost: 'db-abcd1234-ro', poolerHost: 'p', poolerHostRo: 'pr', externalPort: 5432 },
       credentials: { username: 'app_abcd1234', password: 's3cret' },
     };

@@ -33,8 +33,18 @@ function adapter(installation?: string): KubernetesCluster {
 function database(over: Partial<ClusterDatabase> = {}): ClusterDatabase {
   const id = randomUUID();
   return {
-    id, shortId: id.slice(0, 8), workspaceId: randomUUID(), vpcId: randomUUID(), engine: 'postgresql', version: '16',
-    instanceType: 'svc.small', storageGb: 20, replicas: 0, externalAccessEnabled: false, allowlist: [], ...over,
+    id,
+    shortId: id.slice(0, 8),
+    workspaceId: randomUUID(),
+    vpcId: randomUUID(),
+    engine: 'postgresql',
+    version: '16',
+    instanceType: 'svc.small',
+    storageGb: 20,
+    replicas: 0,
+    externalAccessEnabled: false,
+    allowlist: [],
+    ...over,
   };
 }
 
@@ -55,8 +65,12 @@ describe('the fake API server', () => {
     const check = (kind: string, obj: Record<string, unknown>) => () => KINDS.find((k) => k.kind === kind)!.validate(obj);
     const meta = { name: 'x', namespace: 'n' };
     expect(check('Cluster', { apiVersion: 'postgresql.cnpg.io/v1', kind: 'Cluster', metadata: meta, spec: { instances: 'one' } })).toThrow();
-    expect(check('Cluster', { apiVersion: 'postgresql.cnpg.io/v1', kind: 'Cluster', metadata: meta, spec: { instances: 1, postgresql: { pg_hbaa: [] } } })).toThrow(/additional/);
-    expect(check('MySQLCluster', { apiVersion: 'moco.cybozu.com/v1beta2', kind: 'MySQLCluster', metadata: meta, spec: { replicas: 1 } })).toThrow(/podTemplate/);
+    expect(
+      check('Cluster', { apiVersion: 'postgresql.cnpg.io/v1', kind: 'Cluster', metadata: meta, spec: { instances: 1, postgresql: { pg_hbaa: [] } } }),
+    ).toThrow(/additional/);
+    expect(check('MySQLCluster', { apiVersion: 'moco.cybozu.com/v1beta2', kind: 'MySQLCluster', metadata: meta, spec: { replicas: 1 } })).toThrow(
+      /podTemplate/,
+    );
     expect(check('Job', { apiVersion: 'batch/v1', kind: 'Job', metadata: meta, spec: { template: { spec: { containers: [{ image: 'x' }] } } } })).toThrow();
     expect(check('Secret', { apiVersion: 'v1', kind: 'Secret', metadata: meta, stringData: { a: 1 } })).toThrow();
   });
@@ -82,7 +96,12 @@ describe('postgresql on CloudNativePG', () => {
     expect(fake.get(...K.namespace, undefined, ns)).toBeDefined();
 
     const conn = await cluster.connection(db);
-    expect(conn.endpoints).toMatchObject({ host: `db-${db.shortId}-rw.${ns}.svc`, readOnlyHost: `db-${db.shortId}-r.${ns}.svc`, poolerHost: `db-${db.shortId}-pooler-rw.${ns}.svc`, port: 5432 });
+    expect(conn.endpoints).toMatchObject({
+      host: `db-${db.shortId}-rw.${ns}.svc`,
+      readOnlyHost: `db-${db.shortId}-r.${ns}.svc`,
+      poolerHost: `db-${db.shortId}-pooler-rw.${ns}.svc`,
+      port: 5432,
+    });
     expect(conn.credentials.username).toBe(`app_${db.shortId}`);
     expect(conn.credentials.password).toMatch(/^[0-9a-f]{48}$/);
     // The password is read from the Secret each time: what is there now is what is live.
@@ -91,7 +110,7 @@ describe('postgresql on CloudNativePG', () => {
     // Re-applying never regenerates credentials.
     await cluster.apply(db);
     expect((await cluster.connection(db)).credentials.password).toBe('rotated');
-    expect((await cluster.sqlTarget(db))).toMatchObject({ user: 'pier_console', runAs: `app_${db.shortId}`, database: db.shortId });
+    expect(await cluster.sqlTarget(db)).toMatchObject({ user: 'pier_console', runAs: `app_${db.shortId}`, database: db.shortId });
   });
 
   it('reads status from the Cluster in one list call per kind', async () => {
@@ -102,13 +121,18 @@ describe('postgresql on CloudNativePG', () => {
     let seen = await cluster.observe(vpcId, [...dbs.map((d) => d.id), randomUUID()]);
     const lists = fake.requests.slice(before);
     expect(lists.map((r) => r.method)).toEqual(['GET', 'GET', 'GET']);
-    expect(lists.every((r) => new URLSearchParams(r.query).get('labelSelector') === 'app.kubernetes.io/managed-by=pier,app.kubernetes.io/component=database')).toBe(true);
+    expect(
+      lists.every((r) => new URLSearchParams(r.query).get('labelSelector') === 'app.kubernetes.io/managed-by=pier,app.kubernetes.io/component=database'),
+    ).toBe(true);
     expect([...seen.values()].map((o) => o.phase)).toEqual(['starting', 'starting', 'starting', 'absent']);
 
     const ns = vpcNamespace(vpcId);
     fake.setStatus(...K.cluster, ns, `db-${dbs[0]!.shortId}`, { phase: 'Cluster in healthy state', readyInstances: 1 });
     fake.setStatus(...K.cluster, ns, `db-${dbs[1]!.shortId}`, { phase: 'Unable to create required cluster objects' });
-    seen = await cluster.observe(vpcId, dbs.map((d) => d.id));
+    seen = await cluster.observe(
+      vpcId,
+      dbs.map((d) => d.id),
+    );
     expect(seen.get(dbs[0]!.id)).toEqual({ phase: 'ready' });
     expect(seen.get(dbs[1]!.id)).toMatchObject({ phase: 'failed', reason: 'Unable to create required cluster objects' });
   });
@@ -121,11 +145,22 @@ describe('postgresql on CloudNativePG', () => {
     expect(fake.get(...K.pooler, ns, `db-${db.shortId}-pooler-ro`)!.spec.type).toBe('ro');
     const svc = fake.get(...K.service, ns, `db-${db.shortId}-external`)!;
     expect(svc.metadata.annotations).toEqual({ 'external-dns.alpha.kubernetes.io/hostname': `${db.shortId}.pg.example.com` });
-    expect(svc.spec).toMatchObject({ type: 'LoadBalancer', externalTrafficPolicy: 'Local', loadBalancerSourceRanges: ['203.0.113.0/24'], ports: [{ port: 5432 }] });
-    expect(fake.get(...K.service, ns, `db-${db.shortId}-external-ro`)!.metadata.annotations['external-dns.alpha.kubernetes.io/hostname']).toBe(`${db.shortId}-ro.pg.example.com`);
+    expect(svc.spec).toMatchObject({
+      type: 'LoadBalancer',
+      externalTrafficPolicy: 'Local',
+      loadBalancerSourceRanges: ['203.0.113.0/24'],
+      ports: [{ port: 5432 }],
+    });
+    expect(fake.get(...K.service, ns, `db-${db.shortId}-external-ro`)!.metadata.annotations['external-dns.alpha.kubernetes.io/hostname']).toBe(
+      `${db.shortId}-ro.pg.example.com`,
+    );
     expect(fake.get(...K.cluster, ns, `db-${db.shortId}`)!.spec.postgresql.pg_hba).toContain('host all all 203.0.113.0/24 scram-sha-256');
     const conn = await cluster.connection(db);
-    expect(conn.endpoints).toMatchObject({ externalPort: 5432, readOnlyHost: `db-${db.shortId}-ro.${ns}.svc`, poolerHostRo: `db-${db.shortId}-pooler-ro.${ns}.svc` });
+    expect(conn.endpoints).toMatchObject({
+      externalPort: 5432,
+      readOnlyHost: `db-${db.shortId}-ro.${ns}.svc`,
+      poolerHostRo: `db-${db.shortId}-pooler-ro.${ns}.svc`,
+    });
 
     await cluster.apply({ ...db, externalAccessEnabled: false, replicas: 0 });
     expect(fake.get(...K.service, ns, `db-${db.shortId}-external`)).toBeUndefined();
@@ -170,13 +205,29 @@ describe('mysql on MOCO', () => {
     const ns = vpcNamespace(db.vpcId);
     const m = fake.get(...K.mysql, ns, `db-${db.shortId}`)!;
     expect(m.spec).toMatchObject({ replicas: 3, podTemplate: { spec: { containers: [{ name: 'mysqld', image: 'ghcr.io/cybozu-go/moco/mysql:8.4.6' }] } } });
-    expect(m.spec.volumeClaimTemplates[0]).toMatchObject({ metadata: { name: 'mysql-data' }, spec: { resources: { requests: { storage: '20Gi' } }, storageClassName: 'fast' } });
+    expect(m.spec.volumeClaimTemplates[0]).toMatchObject({
+      metadata: { name: 'mysql-data' },
+      spec: { resources: { requests: { storage: '20Gi' } }, storageClassName: 'fast' },
+    });
     const job = fake.get(...K.job, ns, `db-${db.shortId}-init`)!;
     expect(job.spec.template.spec.containers[0].command[2]).toContain(`CREATE DATABASE IF NOT EXISTS \\\`${db.shortId}\\\``);
-    expect(job.spec.template.spec.containers[0].env.map((e: { valueFrom: { secretKeyRef: { name: string } } }) => e.valueFrom.secretKeyRef.name)).toEqual([`moco-db-${db.shortId}`, `db-${db.shortId}-app`, `db-${db.shortId}-console`]);
-    expect(fake.get(...K.service, ns, `db-${db.shortId}-external`)!.spec.selector).toEqual({ 'app.kubernetes.io/name': 'mysql', 'app.kubernetes.io/instance': `db-${db.shortId}`, 'moco.cybozu.com/role': 'primary' });
+    expect(job.spec.template.spec.containers[0].env.map((e: { valueFrom: { secretKeyRef: { name: string } } }) => e.valueFrom.secretKeyRef.name)).toEqual([
+      `moco-db-${db.shortId}`,
+      `db-${db.shortId}-app`,
+      `db-${db.shortId}-console`,
+    ]);
+    expect(fake.get(...K.service, ns, `db-${db.shortId}-external`)!.spec.selector).toEqual({
+      'app.kubernetes.io/name': 'mysql',
+      'app.kubernetes.io/instance': `db-${db.shortId}`,
+      'moco.cybozu.com/role': 'primary',
+    });
     const conn = await cluster.connection(db);
-    expect(conn.endpoints).toMatchObject({ host: `moco-db-${db.shortId}-primary.${ns}.svc`, readOnlyHost: `moco-db-${db.shortId}-replica.${ns}.svc`, port: 3306, externalPort: 3306 });
+    expect(conn.endpoints).toMatchObject({
+      host: `moco-db-${db.shortId}-primary.${ns}.svc`,
+      readOnlyHost: `moco-db-${db.shortId}-replica.${ns}.svc`,
+      port: 3306,
+      externalPort: 3306,
+    });
     expect(conn.endpoints.poolerHost).toBeUndefined();
 
     const seen = () => cluster.observe(db.vpcId, [db.id]).then((s) => s.get(db.id));

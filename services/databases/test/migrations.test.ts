@@ -16,7 +16,12 @@ afterAll(async () => {
 });
 
 const tables = async () =>
-  (await knex.raw(`select table_name from information_schema.tables where table_schema = ? and table_name <> 'migrations' and table_name <> 'migrations_lock' order by 1`, [SCHEMA])).rows.map((r: { table_name: string }) => r.table_name);
+  (
+    await knex.raw(
+      `select table_name from information_schema.tables where table_schema = ? and table_name <> 'migrations' and table_name <> 'migrations_lock' order by 1`,
+      [SCHEMA],
+    )
+  ).rows.map((r: { table_name: string }) => r.table_name);
 
 it('migrates up, down and up again', async () => {
   await migrate(knex, SCHEMA, migrations, 'up');

@@ -7,7 +7,19 @@
 import { randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { importIdentityKey, signIdentity, IDENTITY_HEADER, type RunningService } from '@pier/kit';
-import { adminQuery, docker, infra, removeVpcObjects, spawnService, startServiceUnderTest, testLabels, type IdentityKeys, type ServiceProcess, type ServiceUnderTest, type TestDatabase } from '@pier/testing';
+import {
+  adminQuery,
+  docker,
+  infra,
+  removeVpcObjects,
+  spawnService,
+  startServiceUnderTest,
+  testLabels,
+  type IdentityKeys,
+  type ServiceProcess,
+  type ServiceUnderTest,
+  type TestDatabase,
+} from '@pier/testing';
 import { start, readConfig, type StartOptions } from '../src/index.ts';
 
 export { infra, until, docker, adminQuery, removeVpcObjects, type TestDatabase } from '@pier/testing';
@@ -113,7 +125,9 @@ export async function spawnDatabases(keys: IdentityKeys, db: TestDatabase): Prom
 /** The pg_hba.conf a docker-run PostgreSQL database is running with (the allowlist rendered). */
 export function pgHba(databaseId: string): Promise<string> {
   return new Promise((resolve, reject) =>
-    execFile('docker', ['exec', `pier-db-${databaseId}`, 'cat', '/var/lib/postgresql/data/pier/pg_hba.conf'], (err, out) => (err ? reject(err) : resolve(String(out)))),
+    execFile('docker', ['exec', `pier-db-${databaseId}`, 'cat', '/var/lib/postgresql/data/pier/pg_hba.conf'], (err, out) =>
+      err ? reject(err) : resolve(String(out)),
+    ),
   );
 }
 

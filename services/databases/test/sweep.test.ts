@@ -24,7 +24,19 @@ const adapter = (inst: string | undefined) =>
 
 function database(): ClusterDatabase {
   const id = randomUUID();
-  return { id, shortId: id.slice(0, 8), workspaceId: h.workspaceId, vpcId: h.vpcId, engine: 'postgresql', version: '15', instanceType: 'svc.nano', storageGb: 10, replicas: 0, externalAccessEnabled: false, allowlist: [] };
+  return {
+    id,
+    shortId: id.slice(0, 8),
+    workspaceId: h.workspaceId,
+    vpcId: h.vpcId,
+    engine: 'postgresql',
+    version: '15',
+    instanceType: 'svc.nano',
+    storageGb: 10,
+    replicas: 0,
+    externalAccessEnabled: false,
+    allowlist: [],
+  };
 }
 
 const names = (d: { id: string }) => [`pier-db-${d.id}`, `pier-db-${d.id}-pooler`];
@@ -41,7 +53,15 @@ it("removes this installation's objects that no live record accounts for, and no
   const bare = database();
   await docker.createVolume({
     Name: `pier-db-${bare.id}`,
-    Labels: { ...labels, 'pier.managed': 'true', 'pier.service': 'databases', 'pier.database': bare.id, 'pier.vpc': h.vpcId, 'pier.engine': 'postgresql', 'pier.installation': installation },
+    Labels: {
+      ...labels,
+      'pier.managed': 'true',
+      'pier.service': 'databases',
+      'pier.database': bare.id,
+      'pier.vpc': h.vpcId,
+      'pier.engine': 'postgresql',
+      'pier.installation': installation,
+    },
   });
   // A record soft-deleted while its objects stayed.
   const buried = database();

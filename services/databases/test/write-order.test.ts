@@ -16,15 +16,29 @@ let id: string;
 beforeAll(async () => {
   await link.up();
   const labels = Object.fromEntries(CONTAINER_LABELS.split(',').map((kv) => kv.split('=') as [string, string]));
-  h = await startDatabases({}, {
-    cluster: (installation) =>
-      new DockerCluster({ docker: new Docker({ socketPath: link.address }), installation, labels, postgresImage: 'pier/pg-managed:15', mysqlImage: 'pier/mariadb:10.11', publishAddress: '127.0.0.1' }),
-  });
+  h = await startDatabases(
+    {},
+    {
+      cluster: (installation) =>
+        new DockerCluster({
+          docker: new Docker({ socketPath: link.address }),
+          installation,
+          labels,
+          postgresImage: 'pier/pg-managed:15',
+          mysqlImage: 'pier/mariadb:10.11',
+          publishAddress: '127.0.0.1',
+        }),
+    },
+  );
   const res = await h.request('POST', h.base, { name: 'steady' });
   expect(res.status).toBe(202);
   id = res.body.id;
   one = `${h.base}/${id}`;
-  await until(() => h.request('GET', one).then((r) => r.body.status), (s) => s === 'running', 60_000);
+  await until(
+    () => h.request('GET', one).then((r) => r.body.status),
+    (s) => s === 'running',
+    60_000,
+  );
 });
 
 afterAll(async () => {
@@ -33,9 +47,17 @@ afterAll(async () => {
   await link.down();
 });
 
-const row = async () => (await adminQuery(h.db.adminUrl, 'select name, instance_type, external_access_enabled, pending_change, pending_since from databases.databases where id = $1', [id]))[0];
+const row = async () =>
+  (
+    await adminQuery(
+      h.db.adminUrl,
+      'select name, instance_type, external_access_enabled, pending_change, pending_since from databases.databases where id = $1',
+      [id],
+    )
+  )[0];
 const rules = () => adminQuery(h.db.adminUrl, 'select cidr, state from databases.allowlist_rules where database_id = $1 order by created_at', [id]);
-const events = async () => (await adminQuery(h.db.adminUrl, `select kind from databases.outbox where payload->>'resource_id' = $1 order by id`, [id])).map((r) => r.kind);
+const events = async () =>
+  (await adminQuery(h.db.adminUrl, `select kind from databases.outbox where payload->>'resource_id' = $1 order by id`, [id])).map((r) => r.kind);
 
 describe('with the cluster unreachable', () => {
   it('refuses a resize or an external-access toggle with 503 and changes nothing, the name included', async () => {

@@ -1,4 +1,4 @@
-import http from 'node:http';
+import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import type { Request, Response } from 'express';

@@ -39,19 +39,14 @@ export class AuthClient {
    */
   authenticate(token: string, workspaceId: string, vpcId: string): Promise<Authenticated> {
     return new Promise((resolve, reject) => {
-      this.client.Authenticate(
-        { token, workspace_id: workspaceId, vpc_id: vpcId },
-        new grpc.Metadata(),
-        { deadline: Date.now() + DEADLINE_MS },
-        (err, res) => {
-          if (!err) return resolve(res);
-          const known = fromGrpcError(err);
-          // A transport failure's text names sockets and addresses; say what it means instead.
-          if (known.kind === 'unavailable' && known.code === 'upstream_unavailable') {
-            reject(new PierError('unavailable', 'auth service unavailable', 'upstream_unavailable'));
-          } else reject(known);
-        },
-      );
+      this.client.Authenticate({ token, workspace_id: workspaceId, vpc_id: vpcId }, new grpc.Metadata(), { deadline: Date.now() + DEADLINE_MS }, (err, res) => {
+        if (!err) return resolve(res);
+        const known = fromGrpcError(err);
+        // A transport failure's text names sockets and addresses; say what it means instead.
+        if (known.kind === 'unavailable' && known.code === 'upstream_unavailable') {
+          reject(new PierError('unavailable', 'auth service unavailable', 'upstream_unavailable'));
+        } else reject(known);
+      });
     });
   }
 

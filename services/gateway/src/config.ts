@@ -14,7 +14,7 @@ export const gatewayEnv = z.object({
   PIER_GATEWAY_PORT: port(7100),
   PIER_BIND_HOST: z.string().default('127.0.0.1'),
   PIER_LOG_LEVEL: logLevel,
-  PIER_AUTH_GRPC_URL: z.string().regex(/^[^\s/]+:\d+$/, 'PIER_AUTH_GRPC_URL must be host:port of auth\'s gRPC server'),
+  PIER_AUTH_GRPC_URL: z.string().regex(/^[^\s/]+:\d+$/, "PIER_AUTH_GRPC_URL must be host:port of auth's gRPC server"),
   PIER_AUTH_URL: url('PIER_AUTH_URL'),
   PIER_COMPUTE_URL: optionalUrl('PIER_COMPUTE_URL'),
   PIER_DATABASES_URL: optionalUrl('PIER_DATABASES_URL'),

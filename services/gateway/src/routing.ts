@@ -48,7 +48,7 @@ function segmentIs(path: string, from: number, end: number, word: string): boole
  */
 export function routeOf(path: string): RouteTarget | null {
   const n = path.length;
-  if (!path.startsWith(API_PREFIX) || (n > API_PREFIX.length && path.charCodeAt(API_PREFIX.length) !== 47 /* / */)) {
+  if (!path.startsWith(API_PREFIX) || (n > API_PREFIX.length && path.charCodeAt(API_PREFIX.length) !== 47) /* / */) {
     return null;
   }
   // /api/v1/workspaces

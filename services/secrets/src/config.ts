@@ -9,11 +9,9 @@ export function defaultStoreDir(env: NodeJS.ProcessEnv): string {
   return path.join(home, 'secrets');
 }
 
-const storeKey = z
-  .string()
-  .refine((v) => Buffer.from(v, 'base64').length === 32 && /^[A-Za-z0-9+/]+={0,2}$/.test(v), {
-    message: 'PIER_SECRETS_STORE_KEY must be 32 random bytes, base64-encoded (openssl rand -base64 32)',
-  });
+const storeKey = z.string().refine((v) => Buffer.from(v, 'base64').length === 32 && /^[A-Za-z0-9+/]+={0,2}$/.test(v), {
+  message: 'PIER_SECRETS_STORE_KEY must be 32 random bytes, base64-encoded (openssl rand -base64 32)',
+});
 
 export const secretsEnv = serviceEnv
   .extend({

@@ -53,9 +53,14 @@ describe('secrets on kubernetes', () => {
       client.close();
     }
 
-    const list = await request(h.url).get(h.base).set(IDENTITY_HEADER, await h.token('viewer'));
+    const list = await request(h.url)
+      .get(h.base)
+      .set(IDENTITY_HEADER, await h.token('viewer'));
     expect(list.body.items.map((i: { id: string }) => i.id)).toEqual([res.body.id]);
-    await request(h.url).delete(`${h.base}/${res.body.id}`).set(IDENTITY_HEADER, await h.token('admin')).expect(204);
+    await request(h.url)
+      .delete(`${h.base}/${res.body.id}`)
+      .set(IDENTITY_HEADER, await h.token('admin'))
+      .expect(204);
     expect(fake.get('v1', 'Secret', ns(), secretObjectName(res.body.id))).toBeUndefined();
   });
 

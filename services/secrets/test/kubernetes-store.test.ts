@@ -2,9 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeConfig } from '@kubernetes/client-node';
 import { secretObjectName, vpcNamespace } from '@pier/kit';
 import { kubeConfigFrom } from '@pier/kit/kubernetes';
-import { FakeKubernetes } from '@pier/testing';
+import { FakeKubernetes, freePort } from '@pier/testing';
 import { KubernetesSecretStore } from '../src/cluster/kubernetes.ts';
-import { freePort } from '@pier/testing';
 
 describe('kubernetes secret store (against a fake API server)', () => {
   let fake: FakeKubernetes;

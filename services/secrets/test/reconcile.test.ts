@@ -36,7 +36,10 @@ describe('crash reconciliation', () => {
   afterAll(() => h?.stop());
 
   it('undoes abandoned creates, finishes abandoned deletes, sweeps orphans, and leaves in-flight work alone', async () => {
-    const live = await request(h.url).post(h.base).set(IDENTITY_HEADER, await h.token('admin')).send({ name: 'live', values: { K: 'v' } });
+    const live = await request(h.url)
+      .post(h.base)
+      .set(IDENTITY_HEADER, await h.token('admin'))
+      .send({ name: 'live', values: { K: 'v' } });
     expect(live.status).toBe(201);
 
     // Crashed after the store write, before marking ready.
@@ -62,10 +65,19 @@ describe('crash reconciliation', () => {
     expect(list.body.items.map((i: { name: string }) => i.name)).toEqual(['live']);
     for (const id of [createdThenCrashed, deletingWithValues, inFlight]) {
       expect((await request(h.url).get(`${h.base}/${id}`).set(IDENTITY_HEADER, viewer)).status).toBe(404);
-      expect((await request(h.url).delete(`${h.base}/${id}`).set(IDENTITY_HEADER, await h.token('admin'))).status).toBe(404);
+      expect(
+        (
+          await request(h.url)
+            .delete(`${h.base}/${id}`)
+            .set(IDENTITY_HEADER, await h.token('admin'))
+        ).status,
+      ).toBe(404);
     }
     // A pending record still holds its name.
-    const taken = await request(h.url).post(h.base).set(IDENTITY_HEADER, await h.token('admin')).send({ name: 'in-flight', values: { K: 'v' } });
+    const taken = await request(h.url)
+      .post(h.base)
+      .set(IDENTITY_HEADER, await h.token('admin'))
+      .send({ name: 'in-flight', values: { K: 'v' } });
     expect(taken.status).toBe(409);
 
     await h.restart();
@@ -83,10 +95,7 @@ describe('crash reconciliation', () => {
     expect(await exists(inFlight)).toBe(true);
 
     // Finished deletes announce themselves; undone creates never announced anything.
-    const outbox = await adminQuery<{ kind: string; id: string }>(
-      h.db.adminUrl,
-      `select kind, payload->>'resource_id' as id from secrets.outbox order by id`,
-    );
+    const outbox = await adminQuery<{ kind: string; id: string }>(h.db.adminUrl, `select kind, payload->>'resource_id' as id from secrets.outbox order by id`);
     expect(outbox).toHaveLength(3);
     expect(outbox).toEqual(
       expect.arrayContaining([

@@ -12,7 +12,11 @@ describe('secrets HTTP API (docker store)', () => {
   let h: Harness;
   let events: Awaited<ReturnType<typeof collectEvents>>;
   const http = () => request(h.url);
-  const post = async (role: Role, body: unknown) => http().post(h.base).set(IDENTITY_HEADER, await h.token(role)).send(body as object);
+  const post = async (role: Role, body: unknown) =>
+    http()
+      .post(h.base)
+      .set(IDENTITY_HEADER, await h.token(role))
+      .send(body as object);
 
   beforeAll(async () => {
     h = await startSecrets();
@@ -30,7 +34,9 @@ describe('secrets HTTP API (docker store)', () => {
     expect(res.body).toMatchObject({ name: 'api-creds', keys: ['API_URL', 'TOKEN'], workspace_id: h.workspaceId, vpc_id: h.vpcId });
     expect(new Date(res.body.created_at).toISOString()).toBe(res.body.created_at);
 
-    const detail = await http().get(`${h.base}/${res.body.id}`).set(IDENTITY_HEADER, await h.token('viewer'));
+    const detail = await http()
+      .get(`${h.base}/${res.body.id}`)
+      .set(IDENTITY_HEADER, await h.token('viewer'));
     expect(detail.status).toBe(200);
     expect(detail.body).toEqual(res.body);
     expect(JSON.stringify(detail.body)).not.toContain('tok-123');
@@ -47,16 +53,22 @@ describe('secrets HTTP API (docker store)', () => {
       const created = await post(role, { name: `by-${role}`, values: { K: 'v' } });
       expect(created.status, role).toBe(writer ? 201 : 403);
       if (!writer) expect(created.body).toEqual({ error: 'insufficient workspace permissions', code: 'forbidden' });
-      const list = await http().get(h.base).set(IDENTITY_HEADER, await h.token(role));
+      const list = await http()
+        .get(h.base)
+        .set(IDENTITY_HEADER, await h.token(role));
       expect(list.status, role).toBe(200);
     }
     const target = (await post('owner', { name: 'to-delete-roles', values: { K: 'v' } })).body.id;
     for (const role of ['developer', 'viewer'] as const) {
-      const res = await http().delete(`${h.base}/${target}`).set(IDENTITY_HEADER, await h.token(role));
+      const res = await http()
+        .delete(`${h.base}/${target}`)
+        .set(IDENTITY_HEADER, await h.token(role));
       expect(res.status).toBe(403);
       expect(res.body.error).toBe('insufficient workspace permissions');
     }
-    const ok = await http().delete(`${h.base}/${target}`).set(IDENTITY_HEADER, await h.token('admin'));
+    const ok = await http()
+      .delete(`${h.base}/${target}`)
+      .set(IDENTITY_HEADER, await h.token('admin'));
     expect(ok.status).toBe(204);
     expect(ok.text).toBe('');
   });
@@ -118,7 +130,13 @@ describe('secrets HTTP API (docker store)', () => {
       const res = await http().get(`${h.base}/${id}`).set(IDENTITY_HEADER, viewer);
       expect(res.status).toBe(404);
       expect(res.body).toEqual({ error: 'secret not found', code: 'secret_not_found' });
-      expect((await http().delete(`${h.base}/${id}`).set(IDENTITY_HEADER, await h.token('admin'))).status).toBe(404);
+      expect(
+        (
+          await http()
+            .delete(`${h.base}/${id}`)
+            .set(IDENTITY_HEADER, await h.token('admin'))
+        ).status,
+      ).toBe(404);
     }
     const otherVpc = crypto.randomUUID();
     const elsewhere = await http()
@@ -135,7 +153,15 @@ describe('secrets HTTP API (docker store)', () => {
     const base = `/api/v1/workspaces/${h.workspaceId}/vpcs/${vpcId}/secrets`;
     const admin = await h.token('admin', scope);
     const names = ['p-1', 'p-2', 'p-3', 'p-4', 'p-5'];
-    for (const name of names) expect((await http().post(base).set(IDENTITY_HEADER, admin).send({ name, values: { A: 'x' } })).status).toBe(201);
+    for (const name of names)
+      expect(
+        (
+          await http()
+            .post(base)
+            .set(IDENTITY_HEADER, admin)
+            .send({ name, values: { A: 'x' } })
+        ).status,
+      ).toBe(201);
     const seen: string[] = [];
     let cursor: string | null = null;
     let pages = 0;
@@ -166,12 +192,26 @@ describe('secrets HTTP API (docker store)', () => {
     const id = created.body.id;
     const file = path.join(h.storeDir, `vpc-${h.vpcId}`, `${id}.secret`);
     await readFile(file);
-    const res = await http().delete(`${h.base}/${id}`).set(IDENTITY_HEADER, await h.token('owner'));
+    const res = await http()
+      .delete(`${h.base}/${id}`)
+      .set(IDENTITY_HEADER, await h.token('owner'));
     expect(res.status).toBe(204);
     await expect(readFile(file)).rejects.toThrow(/ENOENT/);
     expect((await secretRows(h.db.adminUrl)).some((r) => r.id === id)).toBe(false);
-    expect((await http().get(`${h.base}/${id}`).set(IDENTITY_HEADER, await h.token('viewer'))).status).toBe(404);
-    expect((await http().delete(`${h.base}/${id}`).set(IDENTITY_HEADER, await h.token('owner'))).status).toBe(404);
+    expect(
+      (
+        await http()
+          .get(`${h.base}/${id}`)
+          .set(IDENTITY_HEADER, await h.token('viewer'))
+      ).status,
+    ).toBe(404);
+    expect(
+      (
+        await http()
+          .delete(`${h.base}/${id}`)
+          .set(IDENTITY_HEADER, await h.token('owner'))
+      ).status,
+    ).toBe(404);
     const deleted = await events.waitFor('secret.deleted', id);
     expect(deleted.payload.data).toEqual({ id, name: 'short-lived' });
   });
@@ -214,9 +254,17 @@ describe('secrets HTTP API (docker store)', () => {
       expect(outbox[0].n).toBe(outboxBefore[0].n + 1); // the survivor's created event only
 
       // A delete that cannot reach the store leaves the secret as it was.
-      const del = await http().delete(`${h.base}/${existing.body.id}`).set(IDENTITY_HEADER, await h.token('admin'));
+      const del = await http()
+        .delete(`${h.base}/${existing.body.id}`)
+        .set(IDENTITY_HEADER, await h.token('admin'));
       expect(del.status).toBe(503);
-      expect((await http().get(`${h.base}/${existing.body.id}`).set(IDENTITY_HEADER, await h.token('viewer'))).status).toBe(200);
+      expect(
+        (
+          await http()
+            .get(`${h.base}/${existing.body.id}`)
+            .set(IDENTITY_HEADER, await h.token('viewer'))
+        ).status,
+      ).toBe(200);
     } finally {
       await rm(h.storeDir);
       await rename(moved, h.storeDir);
@@ -235,7 +283,13 @@ describe('secrets HTTP API (docker store)', () => {
     const rows = (await secretRows(h.db.adminUrl)).filter((r) => r.vpc_id === h.vpcId);
     expect(res.body).toEqual({ count: rows.length });
     expect((await http().get(`/internal/vpcs/${crypto.randomUUID()}/usage`).set(IDENTITY_HEADER, svc)).body).toEqual({ count: 0 });
-    expect((await http().get(`/internal/vpcs/${h.vpcId}/usage`).set(IDENTITY_HEADER, await h.token('owner'))).status).toBe(403);
+    expect(
+      (
+        await http()
+          .get(`/internal/vpcs/${h.vpcId}/usage`)
+          .set(IDENTITY_HEADER, await h.token('owner'))
+      ).status,
+    ).toBe(403);
   });
 
   it('documents in the OpenAPI that values are never returned', async () => {

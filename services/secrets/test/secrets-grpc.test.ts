@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { clientConstructor, generateIdentityKeys, grpc, IDENTITY_HEADER, PierError } from '@pier/kit';
+import { clientConstructor, generateIdentityKeys, grpc, IDENTITY_HEADER, type PierError } from '@pier/kit';
 import { SecretsClient } from '../src/index.ts';
 import { computeToken, startSecrets, type Harness } from './support.ts';
 
@@ -43,7 +43,12 @@ describe('secrets gRPC (CheckReferences / ResolveReferences)', () => {
   });
 
   it('checks references: none missing, or each missing one with its reason', async () => {
-    expect(await client.checkReferences(h.workspaceId, h.vpcId, [{ secretId, key: 'DB_PASSWORD' }, { secretId, key: 'DB_USER' }])).toEqual([]);
+    expect(
+      await client.checkReferences(h.workspaceId, h.vpcId, [
+        { secretId, key: 'DB_PASSWORD' },
+        { secretId, key: 'DB_USER' },
+      ]),
+    ).toEqual([]);
     const unknown = crypto.randomUUID();
     expect(
       await client.checkReferences(h.workspaceId, h.vpcId, [
@@ -88,9 +93,15 @@ describe('secrets gRPC (CheckReferences / ResolveReferences)', () => {
   });
 
   it('reports a deleted secret as missing', async () => {
-    const created = await request(h.url).post(h.base).set(IDENTITY_HEADER, await h.token('admin')).send({ name: 'temp', values: { T: 't' } });
+    const created = await request(h.url)
+      .post(h.base)
+      .set(IDENTITY_HEADER, await h.token('admin'))
+      .send({ name: 'temp', values: { T: 't' } });
     expect(await client.resolveReferences(h.workspaceId, h.vpcId, [{ secretId: created.body.id, key: 'T' }])).toHaveLength(1);
-    await request(h.url).delete(`${h.base}/${created.body.id}`).set(IDENTITY_HEADER, await h.token('admin')).expect(204);
+    await request(h.url)
+      .delete(`${h.base}/${created.body.id}`)
+      .set(IDENTITY_HEADER, await h.token('admin'))
+      .expect(204);
     const err = await rejection(client.resolveReferences(h.workspaceId, h.vpcId, [{ secretId: created.body.id, key: 'T' }]));
     expect(err.message).toBe(`missing secret: secret ${created.body.id} does not exist`);
   });
@@ -136,7 +147,7 @@ describe('secrets gRPC (CheckReferences / ResolveReferences)', () => {
       expect((await callWith())?.code).toBe(grpc.status.UNAUTHENTICATED);
       expect((await callWith(await h.token('owner')))?.code).toBe(grpc.status.UNAUTHENTICATED);
       expect((await callWith(await h.serviceToken('compute')))?.code).toBe(grpc.status.UNAUTHENTICATED);
-      expect((await callWith(await computeToken(h.computeKeys.privateJwk)))).toBeNull();
+      expect(await callWith(await computeToken(h.computeKeys.privateJwk))).toBeNull();
     } finally {
       raw.close();
     }

@@ -105,6 +105,3 @@ export async function secretRows(adminUrl: string): Promise<{ id: string; name: 
     await client.end();
   }
 }
-
-
-

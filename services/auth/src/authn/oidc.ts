@@ -30,7 +30,7 @@ export class OidcVerifier implements JwtVerifier {
       }));
     } catch (err) {
       if (err instanceof errors.JWKSTimeout || isFetchFailure(err)) {
-        throw new UnavailableError('the identity provider\'s keys could not be fetched to verify the token', 'idp_unavailable');
+        throw new UnavailableError("the identity provider's keys could not be fetched to verify the token", 'idp_unavailable');
       }
       if (err instanceof errors.JWTExpired) throw new AuthenticationError('token has expired', 'invalid_token');
       throw new AuthenticationError('invalid token', 'invalid_token');

@@ -85,7 +85,10 @@ export async function bootstrap(store: AuthStore, settings: BootstrapSettings, l
       `bootstrap: created ${settings.email} owning workspace "default" with VPC "default" and API key "bootstrap"; CLI credentials written to ${result.credentialsPath} and ${result.configPath}`,
     );
   } else {
-    log.info({ credentials: result.credentialsPath, config: result.configPath }, `bootstrap already done; CLI files are at ${result.credentialsPath} and ${result.configPath}`);
+    log.info(
+      { credentials: result.credentialsPath, config: result.configPath },
+      `bootstrap already done; CLI files are at ${result.credentialsPath} and ${result.configPath}`,
+    );
   }
   return result;
 }

@@ -27,13 +27,10 @@ export class ApiKeys {
 
   async list(workspaceId: string, page: PageRequest): Promise<Page<ApiKeyRow>> {
     const ws = requireId(workspaceId, 'workspace', 'workspace_not_found');
-    return mapPage(
-      await this.store.apiKeys.list(ws, page),
-      (r) => {
-        const pending = this.pending.pendingFor('api_keys', r.id);
-        return pending && (!r.last_used_at || pending > r.last_used_at) ? { ...r, last_used_at: pending } : r;
-      },
-    );
+    return mapPage(await this.store.apiKeys.list(ws, page), (r) => {
+      const pending = this.pending.pendingFor('api_keys', r.id);
+      return pending && (!r.last_used_at || pending > r.last_used_at) ? { ...r, last_used_at: pending } : r;
+    });
   }
 
   /** Creates a key acting as `actorId`; the full key is in the result and nowhere else. */

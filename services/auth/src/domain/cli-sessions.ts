@@ -30,13 +30,10 @@ export class CliSessions {
   }
 
   async list(userId: string, page: PageRequest): Promise<Page<SessionRow>> {
-    return mapPage(
-      await this.store.sessions.list(userId, page),
-      (r) => {
-        const pending = this.pending.pendingFor('cli_sessions', r.id);
-        return pending && (!r.last_used_at || pending > r.last_used_at) ? { ...r, last_used_at: pending } : r;
-      },
-    );
+    return mapPage(await this.store.sessions.list(userId, page), (r) => {
+      const pending = this.pending.pendingFor('cli_sessions', r.id);
+      return pending && (!r.last_used_at || pending > r.last_used_at) ? { ...r, last_used_at: pending } : r;
+    });
   }
 
   async revoke(userId: string, sessionId: string): Promise<void> {

@@ -24,7 +24,6 @@ export const DEFAULT_SESSION_DAYS = 30;
 export const MAX_SCOPES = 32;
 export const SCOPE_MAX = 64;
 
-
 export const DAY_MS = 24 * 60 * 60 * 1000;
 
 export function expiryAfterDays(days: number | undefined, now: Date): Date | null {

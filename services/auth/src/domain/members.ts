@@ -1,7 +1,6 @@
-import { ConflictError, ForbiddenError, type Role } from '@pier/kit';
+import { ConflictError, ForbiddenError, type Role, type Page, type PageRequest } from '@pier/kit';
 import type { AuthStore } from './store-port.ts';
 import type { MemberRow } from './records.ts';
-import { mapPage, type Page, type PageRequest } from '@pier/kit';
 import { memberAdded, memberRemoved, memberRoleChanged } from './events.ts';
 import { memberNotFound, requireId, workspaceNotFound } from './ids.ts';
 import { checkMembershipChange } from './membership-rules.ts';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ConflictError } from '@pier/kit';
 import type { AuthStore } from './store-port.ts';
 import type { VpcRow } from './records.ts';
-import { mapPage, type Page, type PageRequest } from '@pier/kit';
+import type { Page, PageRequest } from '@pier/kit';
 import { vpcCreated, vpcDeleted } from './events.ts';
 import { requireId, vpcNotFound } from './ids.ts';
 

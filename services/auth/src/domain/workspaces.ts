@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AuthStore } from './store-port.ts';
 import type { MyWorkspaceRow, VpcRow } from './records.ts';
-import { mapPage, type Page, type PageRequest } from '@pier/kit';
+import type { Page, PageRequest } from '@pier/kit';
 import { memberAdded, vpcCreated, workspaceCreated } from './events.ts';
 import { requireId, workspaceNotFound } from './ids.ts';
 

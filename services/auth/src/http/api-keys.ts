@@ -10,7 +10,7 @@ const scope = z
   .string({ error: 'must be a string' })
   .min(1, 'must not be empty')
   .max(SCOPE_MAX, `must be at most ${SCOPE_MAX} characters`)
-  .regex(/^[A-Za-z0-9:._*\/-]+$/, 'may contain only letters, digits and : . _ * / -');
+  .regex(/^[A-Za-z0-9:._*/-]+$/, 'may contain only letters, digits and : . _ * / -');
 
 const createBody = strictBody({
   name: label,

@@ -36,7 +36,10 @@ export function cliSessionRoutes(sessions: CliSessions): Route[] {
       access: 'User',
       body: createBody,
       responses: {
-        201: { description: 'the new session, with `token`', schema: sessionRecord.extend({ token: z.string().describe('64 hex characters; returned only here') }) },
+        201: {
+          description: 'the new session, with `token`',
+          schema: sessionRecord.extend({ token: z.string().describe('64 hex characters; returned only here') }),
+        },
         ...errorResponses(400),
       },
       handler: async ({ identity, body }) => {
@@ -57,7 +60,7 @@ export function cliSessionRoutes(sessions: CliSessions): Route[] {
     defineRoute({
       method: 'delete',
       path: `${base}/{sessionID}`,
-      summary: 'Revoke one of the caller\'s CLI sessions',
+      summary: "Revoke one of the caller's CLI sessions",
       tag: 'cli-sessions',
       access: 'User',
       params: z.object({ sessionID: z.string() }),

@@ -1,12 +1,5 @@
 import { z } from 'zod';
-import {
-  LABEL_HINT,
-  LABEL_PATTERN,
-  MAX_EXPIRES_IN_DAYS,
-  NAME_MAX,
-  RESOURCE_NAME_HINT,
-  RESOURCE_NAME_PATTERN,
-} from '../domain/limits.ts';
+import { LABEL_HINT, LABEL_PATTERN, MAX_EXPIRES_IN_DAYS, NAME_MAX, RESOURCE_NAME_HINT, RESOURCE_NAME_PATTERN } from '../domain/limits.ts';
 import type { Page } from '@pier/kit';
 
 // Request pieces. Messages are written to follow the field name, which the error body
@@ -41,7 +34,6 @@ export const label = z
 
 const positiveDays = `must be a positive integer (days, at most ${MAX_EXPIRES_IN_DAYS})`;
 export const expiresInDays = z.number(typed('a positive integer')).int(positiveDays).min(1, positiveDays).max(MAX_EXPIRES_IN_DAYS, positiveDays);
-
 
 // Path parameters are checked by the domain: an id that is not a UUID is 404, not 400.
 export const workspacePath = z.object({ workspaceID: z.string() });

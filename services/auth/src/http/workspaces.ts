@@ -1,10 +1,9 @@
 import { z } from 'zod';
 import { defineRoute, type Route } from '@pier/kit';
-import { roles } from '@pier/kit';
+import { roles, pageQuery } from '@pier/kit';
 import type { Workspaces } from '../domain/workspaces.ts';
 import type { MyWorkspaceRow } from '../domain/records.ts';
 import { errorResponses, listBody, listOf, resourceName, strictBody, timestamp, workspacePath } from './schemas.ts';
-import { pageQuery } from '@pier/kit';
 
 export const workspaceRecord = z.object({
   id: z.string(),
@@ -49,7 +48,7 @@ export function workspaceRoutes(workspaces: Workspaces): Route[] {
     defineRoute({
       method: 'get',
       path: '/api/v1/workspaces/{workspaceID}',
-      summary: 'One workspace, with the caller\'s role in it',
+      summary: "One workspace, with the caller's role in it",
       tag: 'workspaces',
       access: 'Member',
       params: workspacePath,

@@ -21,7 +21,10 @@ export class ApiKeyStore implements ApiKeyRecords {
 
   /** Live (not revoked) keys of a workspace, expired ones included. */
   async list(workspaceId: string, page: PageRequest): Promise<Page<ApiKeyRow>> {
-    const q = this.db('api_keys as k').where('k.workspace_id', workspaceId).whereNull('k.revoked_at').select(columns.map((c) => `k.${c}`));
+    const q = this.db('api_keys as k')
+      .where('k.workspace_id', workspaceId)
+      .whereNull('k.revoked_at')
+      .select(columns.map((c) => `k.${c}`));
     return keysetPage(q, page, { createdAt: 'k.created_at', id: 'k.id' });
   }
 

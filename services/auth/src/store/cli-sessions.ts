@@ -14,7 +14,10 @@ export class CliSessionStore implements SessionRecords {
 
   /** The user's sessions that are not revoked, expired ones included until revoked. */
   async list(userId: string, page: PageRequest): Promise<Page<SessionRow>> {
-    const q = this.db('cli_sessions as s').where('s.user_id', userId).whereNull('s.revoked_at').select(columns.map((c) => `s.${c}`));
+    const q = this.db('cli_sessions as s')
+      .where('s.user_id', userId)
+      .whereNull('s.revoked_at')
+      .select(columns.map((c) => `s.${c}`));
     return keysetPage(q, page, { createdAt: 's.created_at', id: 's.id' });
   }
 

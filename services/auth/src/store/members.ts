@@ -13,15 +13,16 @@ export class MemberStore implements MemberRecords {
   }
 
   async get(workspaceId: string, userId: string): Promise<MemberRow | undefined> {
-    return this.db('memberships as m')
-      .join('users as u', 'u.id', 'm.user_id')
-      .where({ 'm.workspace_id': workspaceId, 'm.user_id': userId })
-      .first(columns);
+    return this.db('memberships as m').join('users as u', 'u.id', 'm.user_id').where({ 'm.workspace_id': workspaceId, 'm.user_id': userId }).first(columns);
   }
 
   /** Inserts the membership; returns false when the user is already a member. */
   async add(workspaceId: string, userId: string, role: Role): Promise<boolean> {
-    const rows = await this.db('memberships').insert({ workspace_id: workspaceId, user_id: userId, role }).onConflict(['workspace_id', 'user_id']).ignore().returning('user_id');
+    const rows = await this.db('memberships')
+      .insert({ workspace_id: workspaceId, user_id: userId, role })
+      .onConflict(['workspace_id', 'user_id'])
+      .ignore()
+      .returning('user_id');
     return rows.length === 1;
   }
 

@@ -11,10 +11,7 @@ export class WorkspaceStore implements WorkspaceRecords {
   }
 
   async listForUser(userId: string, page: PageRequest): Promise<Page<MyWorkspaceRow>> {
-    const q = this.db('workspaces as w')
-      .join('memberships as m', 'm.workspace_id', 'w.id')
-      .where('m.user_id', userId)
-      .select('w.*', 'm.role');
+    const q = this.db('workspaces as w').join('memberships as m', 'm.workspace_id', 'w.id').where('m.user_id', userId).select('w.*', 'm.role');
     return keysetPage(q, page, { createdAt: 'w.created_at', id: 'w.id' });
   }
 

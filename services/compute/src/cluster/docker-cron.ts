@@ -27,7 +27,11 @@ export class CronScheduler {
     private readonly log: Logger,
     intervalMs = 5_000,
   ) {
-    this.passes = new Periodic(() => this.tick(new Date()), intervalMs, (err) => log.warn({ err: String(err) }, 'cron scheduler pass failed; will retry'));
+    this.passes = new Periodic(
+      () => this.tick(new Date()),
+      intervalMs,
+      (err) => log.warn({ err: String(err) }, 'cron scheduler pass failed; will retry'),
+    );
   }
 
   start(): void {
@@ -55,9 +59,7 @@ export class CronScheduler {
     );
     const started: string[] = [];
     for (const template of all.filter((c) => c.Labels[LABEL.role] === 'template')) {
-      const mine = runs
-        .filter((r) => r.Labels[LABEL.deployment] === template.Labels[LABEL.deployment])
-        .sort((a, b) => b.Created - a.Created);
+      const mine = runs.filter((r) => r.Labels[LABEL.deployment] === template.Labels[LABEL.deployment]).sort((a, b) => b.Created - a.Created);
       try {
         const id = await this.runIfDue(template, mine, now);
         if (id) started.push(id);

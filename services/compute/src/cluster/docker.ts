@@ -1,9 +1,17 @@
-import Docker from 'dockerode';
-import { dockerLimits, UnavailableError, vpcNetwork, type Logger } from '@pier/kit';
+import type Docker from 'dockerode';
+import { dockerLimits, vpcNetwork, type Logger } from '@pier/kit';
 import { ensureVpcNetwork } from '@pier/kit/docker';
 import { isReference, referencesOf } from '../domain/env-vars.ts';
 import { referenceKey, type SecretsPort } from '../domain/secrets-port.ts';
-import { WorkloadRejectedError, type ClusterPort, type ObserveResult, type ObserveTarget, type VpcScope, type WorkloadRef, type WorkloadSpec } from '../domain/cluster-port.ts';
+import {
+  WorkloadRejectedError,
+  type ClusterPort,
+  type ObserveResult,
+  type ObserveTarget,
+  type VpcScope,
+  type WorkloadRef,
+  type WorkloadSpec,
+} from '../domain/cluster-port.ts';
 import { judge, MIN_READY_MS, type ReplicaUnit } from './replicas.ts';
 import { HealthProber } from './docker-health.ts';
 import { DockerEngine } from './docker-engine.ts';

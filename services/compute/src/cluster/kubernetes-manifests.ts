@@ -20,7 +20,12 @@ export const INGRESS_NAMESPACE_LABEL = 'pier.dev/ingress';
 /** The label selector of every pod compute runs, in every VPC namespace. */
 export const POD_SELECTOR = `${K8S_LABEL.managedBy}=${MANAGED_BY},${K8S_LABEL.kind}=service`;
 
-export type Manifest = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> }; [k: string]: unknown };
+export type Manifest = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  [k: string]: unknown;
+};
 
 /** The rollout deadline, matched with the domain's PROGRESS_DEADLINE_MS. */
 const PROGRESS_DEADLINE_SECONDS = 180;
@@ -76,9 +81,7 @@ export function networkPolicyManifest(scope: VpcScope): Manifest {
 
 function env(spec: WorkloadSpec) {
   return spec.env.map((e) =>
-    isReference(e)
-      ? { name: e.key, valueFrom: { secretKeyRef: { name: secretObjectName(e.secret_id), key: e.secret_key } } }
-      : { name: e.key, value: e.value },
+    isReference(e) ? { name: e.key, valueFrom: { secretKeyRef: { name: secretObjectName(e.secret_id), key: e.secret_key } } } : { name: e.key, value: e.value },
   );
 }
 

@@ -1,9 +1,17 @@
-import { KubeConfig, KubernetesObjectApi, PatchStrategy, VersionApi, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
+import { type KubeConfig, KubernetesObjectApi, PatchStrategy, VersionApi, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
 // Not re-exported by the package root; the generic object API serializes bodies through it.
 import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
 import { UnavailableError, vpcNamespace, type Logger } from '@pier/kit';
 import { kubeConfigFrom, kubernetesApiConfiguration } from '@pier/kit/kubernetes';
-import { WorkloadRejectedError, type ClusterPort, type ObserveResult, type ObserveTarget, type VpcScope, type WorkloadRef, type WorkloadSpec } from '../domain/cluster-port.ts';
+import {
+  WorkloadRejectedError,
+  type ClusterPort,
+  type ObserveResult,
+  type ObserveTarget,
+  type VpcScope,
+  type WorkloadRef,
+  type WorkloadSpec,
+} from '../domain/cluster-port.ts';
 import { judge, MIN_READY_MS, type ReplicaUnit } from './replicas.ts';
 import { K8S_LABEL, POD_SELECTOR, desiredObjects, namespaceManifest, networkPolicyManifest, ownedObjects, type Manifest } from './kubernetes-manifests.ts';
 import type { Observation } from '../domain/status.ts';
@@ -41,7 +49,11 @@ export function kubernetesError(err: unknown, what: string): Error {
     }
     return new WorkloadRejectedError(`kubernetes ${what}: ${detail}`);
   }
-  if (/fetch failed|socket hang up|ECONNREFUSED|network|abort|timeout/i.test(e?.message ?? '') || (err as Error)?.name === 'AbortError' || (err as Error)?.name === 'TimeoutError') {
+  if (
+    /fetch failed|socket hang up|ECONNREFUSED|network|abort|timeout/i.test(e?.message ?? '') ||
+    (err as Error)?.name === 'AbortError' ||
+    (err as Error)?.name === 'TimeoutError'
+  ) {
     return new UnavailableError(`the cluster cannot be reached (kubernetes: ${e?.message})`, 'cluster_unavailable');
   }
   return err instanceof Error ? err : new Error(String(err));
@@ -74,7 +86,10 @@ function podUnit(pod: V1Pod): ReplicaUnit {
   if (phase === 'Succeeded') return role === 'run' ? unit('done') : unit('failed', `pod ${name} exited`);
   if (phase === 'Failed') {
     const term = statuses.find((s) => s.state?.terminated)?.state?.terminated;
-    return unit('failed', `pod ${name} failed${term ? ` with exit code ${term.exitCode}${term.reason ? ` (${term.reason})` : ''}` : pod.status?.reason ? ` (${pod.status.reason})` : ''}`);
+    return unit(
+      'failed',
+      `pod ${name} failed${term ? ` with exit code ${term.exitCode}${term.reason ? ` (${term.reason})` : ''}` : pod.status?.reason ? ` (${pod.status.reason})` : ''}`,
+    );
   }
   for (const s of statuses) {
     const waiting = s.state?.waiting;
@@ -150,7 +165,14 @@ export class KubernetesCluster implements ClusterPort {
   private async remove(namespace: string, o: { apiVersion: string; kind: string; name: string }): Promise<boolean> {
     this.calls++;
     try {
-      await this.objects.delete({ apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.name, namespace } }, undefined, undefined, undefined, undefined, 'Background');
+      await this.objects.delete(
+        { apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.name, namespace } },
+        undefined,
+        undefined,
+        undefined,
+        undefined,
+        'Background',
+      );
       return true;
     } catch (err) {
       if (!isNotFound(err)) throw kubernetesError(err, `delete ${o.kind}/${o.name}`);
@@ -169,7 +191,8 @@ export class KubernetesCluster implements ClusterPort {
     for (const m of apply) await this.serverSideApply(m);
     // A service that changed type (or dropped its port, autoscaler or disk) loses those objects.
     for (const o of remove) {
-      if (await this.remove(vpcNamespace(spec.vpcId), o)) this.log.info({ service: spec.serviceId, kind: o.kind, name: o.name }, 'removed an object the service no longer needs');
+      if (await this.remove(vpcNamespace(spec.vpcId), o))
+        this.log.info({ service: spec.serviceId, kind: o.kind, name: o.name }, 'removed an object the service no longer needs');
     }
   }
 

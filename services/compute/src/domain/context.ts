@@ -1,10 +1,10 @@
-import { ConflictError, NotFoundError, isUuid, resourcesOf, type Logger } from '@pier/kit';
+import { ConflictError, NotFoundError, isUuid, resourcesOf } from '@pier/kit';
 import type { ClusterPort, ObserveTarget, WorkloadRef, WorkloadSpec } from './cluster-port.ts';
 import type { SecretsPort } from './secrets-port.ts';
 import type { ComputeStore } from './store-port.ts';
 import type { Deployment, Scope, Service } from './records.ts';
 import type { EnvEntry } from './env-vars.ts';
-import type { KeyedMutex } from '@pier/kit';
+import type { KeyedMutex, Logger } from '@pier/kit';
 import type { DeploymentState } from './status.ts';
 
 /** What every use case works with. Built once in server.ts; no globals. */

@@ -42,18 +42,13 @@ export function restart(ctx: ComputeContext, scope: Scope, id: string): Promise<
 export function rollback(ctx: ComputeContext, scope: Scope, id: string, deploymentId: string): Promise<RolloutResult> {
   return locked(ctx, scope, id, async (s) => {
     const target = isUuid(deploymentId) ? await ctx.store.findDeployment(s.id, deploymentId.toLowerCase()) : undefined;
-    if (!target) throw new NotFoundError('deployment not found in this service\'s history', 'deployment_not_found');
+    if (!target) throw new NotFoundError("deployment not found in this service's history", 'deployment_not_found');
     const env = await ctx.store.listEnv(s.id);
     return rollout(ctx, s, { reason: 'rollback', image: target.image, config: s, env, rollbackOf: target.id });
   });
 }
 
-export async function listDeployments(
-  ctx: ComputeContext,
-  scope: Scope,
-  id: string,
-  page: PageRequest,
-): Promise<Page<Deployment>> {
+export async function listDeployments(ctx: ComputeContext, scope: Scope, id: string, page: PageRequest): Promise<Page<Deployment>> {
   const s = await findService(ctx, scope, id);
   return ctx.store.listDeployments(s.id, page);
 }

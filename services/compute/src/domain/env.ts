@@ -60,7 +60,12 @@ async function applyEnv(ctx: ComputeContext, s: Service, entries: EnvEntry[], op
   // Never deployed: the list is kept for the first deploy.
   const variables = await ctx.store.transaction(async (tx) => {
     const saved = await tx.replaceEnv(s.id, entries);
-    await tx.writeEvent(events.envUpdated(s, entries.map((e) => e.key)));
+    await tx.writeEvent(
+      events.envUpdated(
+        s,
+        entries.map((e) => e.key),
+      ),
+    );
     return saved;
   });
   ctx.eventsWritten();

@@ -42,7 +42,7 @@ export function resolveImage(imageTag: string, configuredImage: string | null): 
   if (isBareTag(value)) {
     if (!configuredImage) {
       throw new InputError(
-        'image_tag: a bare tag needs the service\'s image to be set; give a full image reference (repository:tag) instead',
+        "image_tag: a bare tag needs the service's image to be set; give a full image reference (repository:tag) instead",
         'image_repository_unset',
         { field: 'image_tag' },
       );

@@ -107,10 +107,16 @@ export async function commitRollout(store: ComputeStore, pending: Deployment, fa
     const service = await tx.updateService(pending.service_id, patch);
 
     const currentEnv = await tx.listEnv(service.id);
-    const strip = (e: EnvEntry[]) => JSON.stringify(e.map((v) => ('secret_id' in v ? { key: v.key, secret_id: v.secret_id, secret_key: v.secret_key } : { key: v.key, value: v.value })));
+    const strip = (e: EnvEntry[]) =>
+      JSON.stringify(e.map((v) => ('secret_id' in v ? { key: v.key, secret_id: v.secret_id, secret_key: v.secret_key } : { key: v.key, value: v.value })));
     if (strip(currentEnv) !== strip(pending.env)) {
       await tx.replaceEnv(service.id, pending.env);
-      await tx.writeEvent(events.envUpdated(service, pending.env.map((e) => e.key)));
+      await tx.writeEvent(
+        events.envUpdated(
+          service,
+          pending.env.map((e) => e.key),
+        ),
+      );
     }
 
     const deployment = (await tx.findDeployment(service.id, pending.id))!;

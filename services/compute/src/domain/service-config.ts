@@ -42,11 +42,11 @@ const name = z
   .string()
   .max(NAME_MAX, `at most ${NAME_MAX} characters`)
   .regex(NAME_PATTERN, 'lowercase letters, digits and "-", starting with a letter and ending with a letter or digit');
-const image = z
+const image = z.string().max(IMAGE_REFERENCE_MAX).refine(isImageReference, 'not an image reference ([registry/]repository[:tag][@digest])');
+const urlPath = z
   .string()
-  .max(IMAGE_REFERENCE_MAX)
-  .refine(isImageReference, 'not an image reference ([registry/]repository[:tag][@digest])');
-const urlPath = z.string().max(1024).regex(/^\/[^\s?#]*$/, 'an absolute HTTP path such as /healthz');
+  .max(1024)
+  .regex(/^\/[^\s?#]*$/, 'an absolute HTTP path such as /healthz');
 const mountPath = z
   .string()
   .max(1024)
@@ -170,9 +170,7 @@ export function checkConfig(c: ServiceConfig): ServiceConfig {
     throw invalid('max_replicas', `must not be below min_replicas (${c.min_replicas})`);
   }
   if ((c.disk_size_gb === null) !== (c.disk_mount_path === null)) {
-    throw c.disk_size_gb === null
-      ? invalid('disk_size_gb', 'required with disk_mount_path')
-      : invalid('disk_mount_path', 'required with disk_size_gb');
+    throw c.disk_size_gb === null ? invalid('disk_size_gb', 'required with disk_mount_path') : invalid('disk_mount_path', 'required with disk_size_gb');
   }
   // A persistent volume is mounted read-write by one replica at a time (ReadWriteOnce).
   if (c.disk_size_gb !== null && (c.min_replicas > 1 || (c.max_replicas ?? 0) > 1)) {

@@ -9,7 +9,10 @@ import type { RolloutResult } from '../domain/rollouts.ts';
 const accepted = (r: RolloutResult) => ({ status: 202, body: { service: serviceJson(r.service), deployment: deploymentJson(r.deployment) } });
 
 const responses = {
-  202: { description: 'Rollout requested: the service (status `deploying`/`restarting`, or `crashed` when it failed at once) and the new deployment', schema: rolloutSchema },
+  202: {
+    description: 'Rollout requested: the service (status `deploying`/`restarting`, or `crashed` when it failed at once) and the new deployment',
+    schema: rolloutSchema,
+  },
   400: { description: 'Invalid input' },
   403: { description: 'insufficient workspace permissions' },
   404: { description: 'Service (or deployment) not found' },
@@ -22,7 +25,7 @@ export function rolloutRoutes(ctx: ComputeContext): Route[] {
     defineRoute({
       method: 'post',
       path: `${BASE}/{serviceID}/deploy`,
-      summary: 'Deploy an image: a bare tag goes on the service\'s image repository, a full reference is used as it stands',
+      summary: "Deploy an image: a bare tag goes on the service's image repository, a full reference is used as it stands",
       tag: 'services',
       access: 'Admin',
       params: serviceParams,
@@ -43,7 +46,7 @@ export function rolloutRoutes(ctx: ComputeContext): Route[] {
     defineRoute({
       method: 'post',
       path: `${BASE}/{serviceID}/rollback`,
-      summary: 'Roll back to an earlier deployment\'s image; the rollback is itself a new deployment',
+      summary: "Roll back to an earlier deployment's image; the rollback is itself a new deployment",
       tag: 'services',
       access: 'Admin',
       params: serviceParams,

@@ -1,6 +1,5 @@
 import { keysetPage, mapPage, translatePgError, writeEvent, type Knex, type Page, type PageRequest, type PierEvent } from '@pier/kit';
 import type { Deployment, EnvVar, Service } from '../domain/records.ts';
-import type { ServiceConfig } from '../domain/service-config.ts';
 import type { DeploymentStatus, ServiceStatus } from '../domain/status.ts';
 import type { EnvEntry } from '../domain/env-vars.ts';
 import type { ComputeStore, NewDeployment, NewService } from '../domain/store-port.ts';
@@ -41,7 +40,9 @@ export class KnexComputeStore implements ComputeStore {
 
   async insertService(row: NewService): Promise<Service> {
     try {
-      const [r] = await this.db('services').insert(serviceValues({ ...row, provisioned: false })).returning('*');
+      const [r] = await this.db('services')
+        .insert(serviceValues({ ...row, provisioned: false }))
+        .returning('*');
       return serviceRow(r);
     } catch (err) {
       return translatePgError(err, { unique: `a service named "${row.name}" already exists in this VPC` });
@@ -124,7 +125,9 @@ export class KnexComputeStore implements ComputeStore {
   }
 
   async updateDeployment(id: string, patch: Partial<Pick<Deployment, 'status' | 'message' | 'applied' | 'finished_at'>>): Promise<void> {
-    await this.db('deployments').where({ id }).update({ ...patch, updated_at: this.db.fn.now() });
+    await this.db('deployments')
+      .where({ id })
+      .update({ ...patch, updated_at: this.db.fn.now() });
   }
 
   async settleDeployment(id: string, status: 'succeeded' | 'failed', message: string | null): Promise<boolean> {

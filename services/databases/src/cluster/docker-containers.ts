@@ -59,16 +59,16 @@ function healthcheck(test: string[], intervalMs: number) {
   return { Test: test, Interval: ns, Timeout: 5e9, Retries: 3, StartPeriod: 300e9 };
 }
 
-export function serverContainer(
-  db: ClusterDatabase,
-  secrets: ContainerSecrets,
-  initialAccess: string,
-  s: ContainerSettings,
-): Docker.ContainerCreateOptions {
+export function serverContainer(db: ClusterDatabase, secrets: ContainerSecrets, initialAccess: string, s: ContainerSettings): Docker.ContainerCreateOptions {
   const port = `${ENGINE_PORT[db.engine]}/tcp`;
   const names = hostNames(db.shortId);
   const user = appUserOf(db.shortId);
-  const common = [`PIER_DB_NAME=${db.shortId}`, `PIER_APP_USER=${user}`, `PIER_APP_PASSWORD=${secrets.appPassword}`, `PIER_CONSOLE_PASSWORD=${secrets.consolePassword}`];
+  const common = [
+    `PIER_DB_NAME=${db.shortId}`,
+    `PIER_APP_USER=${user}`,
+    `PIER_APP_PASSWORD=${secrets.appPassword}`,
+    `PIER_CONSOLE_PASSWORD=${secrets.consolePassword}`,
+  ];
   const env =
     db.engine === 'postgresql'
       ? [...common, `PIER_HBA_B64=${Buffer.from(initialAccess).toString('base64')}`]

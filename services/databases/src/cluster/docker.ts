@@ -125,9 +125,7 @@ export class DockerCluster implements DatabaseCluster {
 
   private renderAccess(db: ClusterDatabase, net: VpcNetworkFacts, secrets: ContainerSecrets): string {
     const policy = this.policy(db, net);
-    return db.engine === 'postgresql'
-      ? renderPgHba(policy)
-      : renderMysqlAccess(policy, { app: secrets.appPassword, console: secrets.consolePassword });
+    return db.engine === 'postgresql' ? renderPgHba(policy) : renderMysqlAccess(policy, { app: secrets.appPassword, console: secrets.consolePassword });
   }
 
   async apply(db: ClusterDatabase): Promise<void> {
@@ -212,9 +210,7 @@ export class DockerCluster implements DatabaseCluster {
   }
 
   async observe(vpcId: string, ids: string[]): Promise<Map<string, Observation>> {
-    const containers = await this.guard(() =>
-      this.docker.listContainers({ all: true, filters: { label: ['pier.service=databases', `pier.vpc=${vpcId}`] } }),
-    );
+    const containers = await this.guard(() => this.docker.listContainers({ all: true, filters: { label: ['pier.service=databases', `pier.vpc=${vpcId}`] } }));
     const byDb = new Map<string, Docker.ContainerInfo[]>();
     for (const c of containers) {
       const id = c.Labels['pier.database'];

@@ -8,7 +8,12 @@ import type { ClusterDatabase, ClusterRef } from '../domain/cluster-port.ts';
 // Poolers); MySQL under MOCO (MySQLCluster), whose `replicas` is the odd instance count
 // the spec's mysql rule asks for. Credentials live in Secrets in the VPC's namespace.
 
-export type Manifest = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> }; [k: string]: unknown };
+export type Manifest = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  [k: string]: unknown;
+};
 
 export const CNPG = 'postgresql.cnpg.io/v1';
 export const MOCO = 'moco.cybozu.com/v1beta2';

@@ -1,4 +1,4 @@
-import { ApiException, KubeConfig, KubernetesObjectApi, PatchStrategy, type KubernetesObject } from '@kubernetes/client-node';
+import { ApiException, type KubeConfig, KubernetesObjectApi, PatchStrategy, type KubernetesObject } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
 import { vpcNamespace, UnavailableError, ConflictError } from '@pier/kit';
 import { kubeConfigFrom, kubernetesApiConfiguration } from '@pier/kit/kubernetes';
@@ -67,7 +67,10 @@ export class KubernetesCluster implements DatabaseCluster {
   private readonly api: KubernetesObjectApi;
   private readonly settings: KubernetesSettings;
 
-  constructor(kc: KubeConfig, private readonly opts: KubernetesClusterOptions) {
+  constructor(
+    kc: KubeConfig,
+    private readonly opts: KubernetesClusterOptions,
+  ) {
     this.api = new KubernetesObjectApi(kubernetesApiConfiguration(kc, opts.timeoutMs));
     this.settings = {
       storageClass: opts.storageClass,
@@ -99,7 +102,8 @@ export class KubernetesCluster implements DatabaseCluster {
 
   private async applyObject(m: Manifest): Promise<void> {
     const installation = this.opts.installation;
-    const labelled = installation && m.kind !== 'Namespace' ? { ...m, metadata: { ...m.metadata, labels: { ...m.metadata.labels, [LABELS.installation]: installation } } } : m;
+    const labelled =
+      installation && m.kind !== 'Namespace' ? { ...m, metadata: { ...m.metadata, labels: { ...m.metadata.labels, [LABELS.installation]: installation } } } : m;
     await this.api.patch(labelled as KubernetesObject, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
   }
 
@@ -169,9 +173,7 @@ export class KubernetesCluster implements DatabaseCluster {
       }
     };
     // One list per kind for the whole VPC, never one call per database.
-    const [pg, my, jobs] = await this.guard(() =>
-      Promise.all([list(CNPG, 'Cluster'), list(MOCO, 'MySQLCluster'), list('batch/v1', 'Job')]),
-    );
+    const [pg, my, jobs] = await this.guard(() => Promise.all([list(CNPG, 'Cluster'), list(MOCO, 'MySQLCluster'), list('batch/v1', 'Job')]));
     const byId = (items: K8sObject[]) => new Map(items.map((o) => [o.metadata?.labels?.[LABELS.database] ?? '', o]));
     const pgById = byId(pg);
     const myById = byId(my);
@@ -209,7 +211,14 @@ export class KubernetesCluster implements DatabaseCluster {
     const installation = this.opts.installation;
     if (!installation) return [];
     const selector = `${SELECTOR},${LABELS.installation}=${installation}`;
-    const kinds: [string, string][] = [[CNPG, 'Cluster'], [CNPG, 'Pooler'], [MOCO, 'MySQLCluster'], ['batch/v1', 'Job'], ['v1', 'Secret'], ['v1', 'Service']];
+    const kinds: [string, string][] = [
+      [CNPG, 'Cluster'],
+      [CNPG, 'Pooler'],
+      [MOCO, 'MySQLCluster'],
+      ['batch/v1', 'Job'],
+      ['v1', 'Secret'],
+      ['v1', 'Service'],
+    ];
     const lists = await this.guard(() =>
       Promise.all(
         kinds.map(async ([apiVersion, kind]) => {

@@ -73,7 +73,11 @@ export function mysqlHostOf(cidr: string): string {
   const c: Cidr = parseCidr(cidr);
   if (c.family === 6) {
     if (c.prefix !== 128) {
-      throw new InputError('cidr: mysql databases accept IPv6 rules only as single addresses (/128); MySQL and MariaDB accounts cannot match IPv6 prefixes', 'invalid_request', { field: 'cidr' });
+      throw new InputError(
+        'cidr: mysql databases accept IPv6 rules only as single addresses (/128); MySQL and MariaDB accounts cannot match IPv6 prefixes',
+        'invalid_request',
+        { field: 'cidr' },
+      );
     }
     return addressText(c);
   }

@@ -99,5 +99,8 @@ export async function settlePendingRules(ctx: DatabasesContext, databaseId: stri
     }
   });
   ctx.eventsWritten();
-  ctx.log.info({ id: databaseId, undone: pending.filter((r) => r.state === 'adding').length, finished: pending.filter((r) => r.state === 'removing').length }, 'settled allowlist rules left pending');
+  ctx.log.info(
+    { id: databaseId, undone: pending.filter((r) => r.state === 'adding').length, finished: pending.filter((r) => r.state === 'removing').length },
+    'settled allowlist rules left pending',
+  );
 }

@@ -99,5 +99,7 @@ export function requireRunning(db: DatabaseRecord): DatabaseRecord {
  */
 export async function convergeBack(ctx: DatabasesContext, db: DatabaseRecord, allowlist: string[], err: unknown): Promise<void> {
   if (err instanceof UnavailableError) return;
-  await ctx.cluster.apply(clusterView(db, allowlist)).catch((e) => ctx.log.warn({ err: String(e), id: db.id }, 'could not converge the cluster back after a failed change'));
+  await ctx.cluster
+    .apply(clusterView(db, allowlist))
+    .catch((e) => ctx.log.warn({ err: String(e), id: db.id }, 'could not converge the cluster back after a failed change'));
 }

@@ -14,7 +14,10 @@ import { findDatabase, type DatabasesContext, type Scope } from './context.ts';
 export async function resynced(ctx: DatabasesContext, vpcId: string, records: DatabaseRecord[]): Promise<DatabaseRecord[]> {
   const judged = records.filter((r) => r.status !== 'deleting' && r.status !== 'deleted' && !r.pendingChange && !ctx.locks.busy(r.id));
   if (judged.length === 0) return records;
-  const seen = await ctx.cluster.observe(vpcId, judged.map((r) => r.id));
+  const seen = await ctx.cluster.observe(
+    vpcId,
+    judged.map((r) => r.id),
+  );
   const now = ctx.now();
   const changes = judged.flatMap((r) => {
     const change = resync(r, seen.get(r.id) ?? { phase: 'absent' }, now, ctx.deadlines.provisionMs);

@@ -55,9 +55,13 @@ async function provisionRow(ctx: DatabasesContext, row: DatabaseRecord): Promise
 
 /**
  * Undoes a provision whose outcome never committed (the client got no 202): its cluster
- * objects go, then the row. The reconciler calls it for invisible rows past the grace.
+ * objects go, then the row. The reconciler calls it, holding the database's lock, for
+ * invisible rows past the grace.
  */
 export async function undoProvision(ctx: DatabasesContext, row: DatabaseRecord): Promise<void> {
+  // Read again under the lock: the request may have committed since the row was listed.
+  const current = await ctx.store.byId(row.id);
+  if (!current || current.provisioned) return;
   await ctx.cluster.delete(refOf(row));
   if (await ctx.store.deleteUnprovisioned(row.id)) ctx.log.info({ id: row.id, name: row.name }, 'removed a database whose provisioning never finished');
 }

@@ -32,7 +32,11 @@ export class Reconciler {
     private readonly ctx: DatabasesContext,
     intervalMs: number,
   ) {
-    this.loop = new Periodic(() => this.pass(), intervalMs, (err) => ctx.log.warn({ err: String(err) }, 'reconcile pass failed; will retry'));
+    this.loop = new Periodic(
+      () => this.pass(),
+      intervalMs,
+      (err) => ctx.log.warn({ err: String(err) }, 'reconcile pass failed; will retry'),
+    );
   }
 
   /**
@@ -55,11 +59,31 @@ export class Reconciler {
   /** Settles what was left pending before `before`, then resyncs, tears down and sweeps. */
   async recover(before: Date): Promise<void> {
     const { store } = this.ctx;
-    await this.each('undo a provision', await store.unprovisioned(before), (db) => db.id, (db) => undoProvision(this.ctx, db));
-    await this.each('finish a change', await store.pendingChanges(before), (db) => db.id, (db) => finishPendingChange(this.ctx, db.id));
+    await this.each(
+      'undo a provision',
+      await store.unprovisioned(before),
+      (db) => db.id,
+      (db) => undoProvision(this.ctx, db),
+    );
+    await this.each(
+      'finish a change',
+      await store.pendingChanges(before),
+      (db) => db.id,
+      (db) => finishPendingChange(this.ctx, db.id),
+    );
     const ruleDatabases = [...new Set((await store.pendingRules(before)).map((r) => r.databaseId))];
-    await this.each('settle allowlist rules', ruleDatabases, (id) => id, (id) => settlePendingRules(this.ctx, id));
-    await this.each('tear down', await store.inStatus(['deleting']), (db) => db.id, (db) => finishTeardown(this.ctx, db));
+    await this.each(
+      'settle allowlist rules',
+      ruleDatabases,
+      (id) => id,
+      (id) => settlePendingRules(this.ctx, id),
+    );
+    await this.each(
+      'tear down',
+      await store.inStatus(['deleting']),
+      (db) => db.id,
+      (db) => finishTeardown(this.ctx, db),
+    );
     await this.resyncCreating();
     if (this.passes++ % SWEEP_EVERY === 0) await this.sweep();
   }
@@ -103,9 +127,14 @@ export class Reconciler {
     if (refs.length === 0) return;
     const live = await this.ctx.store.liveIds(refs.map((r) => r.id));
     const orphans = refs.filter((r) => !live.has(r.id));
-    await this.each('sweep an orphan', orphans, (r) => r.id, async (ref) => {
-      await this.ctx.cluster.delete(ref);
-      this.ctx.log.info({ id: ref.id, vpcId: ref.vpcId }, 'removed cluster objects no database record accounts for');
-    });
+    await this.each(
+      'sweep an orphan',
+      orphans,
+      (r) => r.id,
+      async (ref) => {
+        await this.ctx.cluster.delete(ref);
+        this.ctx.log.info({ id: ref.id, vpcId: ref.vpcId }, 'removed cluster objects no database record accounts for');
+      },
+    );
   }
 }

@@ -83,9 +83,10 @@ export function resolveProvision(input: ProvisionInput, caps: ClusterCapabilitie
     throw invalid('replicas', 'must be an odd number (1, 3, 5, ...) for mysql');
   }
   if (replicas < engineCaps.replicas.min || replicas > engineCaps.replicas.max) {
-    const range = engineCaps.replicas.min === engineCaps.replicas.max
-      ? `exactly ${engineCaps.replicas.min}`
-      : `between ${engineCaps.replicas.min} and ${engineCaps.replicas.max}`;
+    const range =
+      engineCaps.replicas.min === engineCaps.replicas.max
+        ? `exactly ${engineCaps.replicas.min}`
+        : `between ${engineCaps.replicas.min} and ${engineCaps.replicas.max}`;
     throw invalid('replicas', `must be ${range} for ${engine} on the ${caps.adapter} cluster`);
   }
 
@@ -127,9 +128,5 @@ export function resolveUpdate(current: DatabaseRecord, input: UpdateInput): Upda
 
 /** Whether an update changes anything the cluster runs (a rename does not). */
 export function touchesCluster(current: DatabaseRecord, next: UpdateSpec): boolean {
-  return (
-    next.instanceType !== current.instanceType ||
-    next.storageGb !== current.storageGb ||
-    next.externalAccessEnabled !== current.externalAccessEnabled
-  );
+  return next.instanceType !== current.instanceType || next.storageGb !== current.storageGb || next.externalAccessEnabled !== current.externalAccessEnabled;
 }

@@ -11,11 +11,34 @@ import type { ConsoleLimits, IndexSchema, QueryResult, SlowQuery, SqlEngine, Tab
 const BINARY_CHARSET = 63;
 
 const TYPE_NAMES: Record<number, string> = {
-  0x00: 'decimal', 0x01: 'tinyint', 0x02: 'smallint', 0x03: 'int', 0x04: 'float', 0x05: 'double',
-  0x06: 'null', 0x07: 'timestamp', 0x08: 'bigint', 0x09: 'mediumint', 0x0a: 'date', 0x0b: 'time',
-  0x0c: 'datetime', 0x0d: 'year', 0x0e: 'date', 0x0f: 'varchar', 0x10: 'bit', 0xf5: 'json',
-  0xf6: 'decimal', 0xf7: 'enum', 0xf8: 'set', 0xf9: 'tinytext', 0xfa: 'mediumtext', 0xfb: 'longtext',
-  0xfc: 'text', 0xfd: 'varchar', 0xfe: 'char', 0xff: 'geometry',
+  0x00: 'decimal',
+  0x01: 'tinyint',
+  0x02: 'smallint',
+  0x03: 'int',
+  0x04: 'float',
+  0x05: 'double',
+  0x06: 'null',
+  0x07: 'timestamp',
+  0x08: 'bigint',
+  0x09: 'mediumint',
+  0x0a: 'date',
+  0x0b: 'time',
+  0x0c: 'datetime',
+  0x0d: 'year',
+  0x0e: 'date',
+  0x0f: 'varchar',
+  0x10: 'bit',
+  0xf5: 'json',
+  0xf6: 'decimal',
+  0xf7: 'enum',
+  0xf8: 'set',
+  0xf9: 'tinytext',
+  0xfa: 'mediumtext',
+  0xfb: 'longtext',
+  0xfc: 'text',
+  0xfd: 'varchar',
+  0xfe: 'char',
+  0xff: 'geometry',
 };
 const BINARY_NAMES: Record<number, string> = { 0xf9: 'tinyblob', 0xfa: 'mediumblob', 0xfb: 'longblob', 0xfc: 'blob', 0xfd: 'varbinary', 0xfe: 'binary' };
 
@@ -235,7 +258,14 @@ export class MysqlSql implements SqlEngine {
         [t.database, limit],
       );
       const n = (v: unknown) => Math.round(Number(v) * 1000) / 1000;
-      return rows.map((r) => ({ query: String(r.query).trim(), calls: Number(r.calls), mean_time_ms: n(r.mean), max_time_ms: n(r.max), total_time_ms: n(r.total), rows: Number(r.rows) }));
+      return rows.map((r) => ({
+        query: String(r.query).trim(),
+        calls: Number(r.calls),
+        mean_time_ms: n(r.mean),
+        max_time_ms: n(r.max),
+        total_time_ms: n(r.total),
+        rows: Number(r.rows),
+      }));
     });
   }
 

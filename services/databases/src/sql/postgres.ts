@@ -138,9 +138,7 @@ export class PostgresSql implements SqlEngine {
       // and a portal lets us fetch only rowCap + 1 rows of a large result.
       const cursor = client.query(new Cursor(sql, [], { rowMode: 'array', types: consoleTypes }));
       const { rows, result } = await new Promise<{ rows: unknown[][]; result: pg.QueryResult }>((resolve, reject) =>
-        cursor.read(limits.rowCap + 1, (err: Error | undefined, rows: unknown[][], result: pg.QueryResult) =>
-          err ? reject(err) : resolve({ rows, result }),
-        ),
+        cursor.read(limits.rowCap + 1, (err: Error | undefined, rows: unknown[][], result: pg.QueryResult) => (err ? reject(err) : resolve({ rows, result }))),
       );
       await cursor.close();
       const fields = result.fields ?? [];
@@ -178,19 +176,25 @@ export class PostgresSql implements SqlEngine {
         ORDER BY n.nspname, c.relname`);
       if (tables.length === 0) return [];
       const oids = tables.map((r) => r.oid);
-      const { rows: columns } = await client.query<{ rel: number; name: string; type: string; nullable: boolean; default: string | null }>(`
+      const { rows: columns } = await client.query<{ rel: number; name: string; type: string; nullable: boolean; default: string | null }>(
+        `
         SELECT a.attrelid::int AS rel, a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type,
                NOT a.attnotnull AS nullable, pg_get_expr(d.adbin, d.adrelid) AS default
         FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
         WHERE a.attrelid = ANY($1::oid[]) AND a.attnum > 0 AND NOT a.attisdropped
-        ORDER BY a.attrelid, a.attnum`, [oids]);
-      const { rows: indexes } = await client.query<{ rel: number; name: string; unique: boolean; primary: boolean; definition: string; columns: string[] }>(`
+        ORDER BY a.attrelid, a.attnum`,
+        [oids],
+      );
+      const { rows: indexes } = await client.query<{ rel: number; name: string; unique: boolean; primary: boolean; definition: string; columns: string[] }>(
+        `
         SELECT i.indrelid::int AS rel, c.relname AS name, i.indisunique AS unique, i.indisprimary AS primary,
                pg_get_indexdef(i.indexrelid) AS definition,
                ARRAY(SELECT pg_get_indexdef(i.indexrelid, k + 1, true) FROM generate_subscripts(i.indkey, 1) AS k ORDER BY k) AS columns
         FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
         WHERE i.indrelid = ANY($1::oid[])
-        ORDER BY i.indrelid, c.relname`, [oids]);
+        ORDER BY i.indrelid, c.relname`,
+        [oids],
+      );
       return tables.map((tbl) => {
         const own = indexes.filter((ix) => ix.rel === tbl.oid);
         return {
@@ -206,14 +210,17 @@ export class PostgresSql implements SqlEngine {
 
   async slowQueries(t: SqlTarget, limit: number): Promise<SlowQuery[]> {
     return withClient(this.pools, t, { runAsApp: false }, async (client) => {
-      const { rows } = await client.query<{ query: string; calls: number; mean: number; max: number; total: number; rows: number }>(`
+      const { rows } = await client.query<{ query: string; calls: number; mean: number; max: number; total: number; rows: number }>(
+        `
         SELECT query, calls, mean_exec_time AS mean, max_exec_time AS max, total_exec_time AS total, rows
         FROM pg_stat_statements
         WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
           -- The customer's statements: not the control plane's, not the bootstrap superuser's.
           AND userid NOT IN (SELECT oid FROM pg_roles WHERE rolname = current_user OR rolsuper)
         ORDER BY mean_exec_time DESC
-        LIMIT $1`, [limit]);
+        LIMIT $1`,
+        [limit],
+      );
       return rows.map((r) => ({ query: r.query, calls: r.calls, mean_time_ms: ms(r.mean), max_time_ms: ms(r.max), total_time_ms: ms(r.total), rows: r.rows }));
     });
   }

@@ -9,5 +9,4 @@ export function bearerToken(header: string | undefined): string | null {
   return m ? m[1]! : null;
 }
 
-export const missingToken = () =>
-  new AuthenticationError('missing or malformed Authorization header: send Authorization: Bearer <token>', 'missing_token');
+export const missingToken = () => new AuthenticationError('missing or malformed Authorization header: send Authorization: Bearer <token>', 'missing_token');

@@ -30,7 +30,10 @@ export function createUpstreamProxy(name: Upstream, target: string, logger: Logg
   const errors: Plugin<http.IncomingMessage, http.ServerResponse> = (proxy) => {
     proxy.on('error', (err, req, res) => {
       const unavailable = new PierError('unavailable', `${name} service unavailable`, 'upstream_unavailable');
-      logger.warn({ upstream: name, err: (err as NodeJS.ErrnoException).code ?? err.message, requestId: req.headers['x-request-id'] }, 'upstream request failed');
+      logger.warn(
+        { upstream: name, err: (err as NodeJS.ErrnoException).code ?? err.message, requestId: req.headers['x-request-id'] },
+        'upstream request failed',
+      );
       if (res instanceof http.ServerResponse) {
         if (res.headersSent) {
           res.destroy();

@@ -1,4 +1,4 @@
-import { ApiException, CoreV1Api, KubeConfig, type V1Secret } from '@kubernetes/client-node';
+import { ApiException, CoreV1Api, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
 import { secretObjectName, vpcNamespace } from '@pier/kit';
 import { kubernetesApiConfiguration } from '@pier/kit/kubernetes';
 import { describeStoreError } from './errors.ts';

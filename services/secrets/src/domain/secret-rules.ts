@@ -39,10 +39,7 @@ export const secretName = z
   .string({ error: (iss) => (iss.input === undefined ? 'is required' : `must be a string, not ${describeType(iss.input)}`) })
   .min(1, 'must not be empty')
   .max(SECRET_NAME_MAX, `must be at most ${SECRET_NAME_MAX} characters`)
-  .regex(
-    SECRET_NAME_PATTERN,
-    "must be a DNS-1123 label: lowercase letters, digits and '-', starting and ending with a letter or digit",
-  )
+  .regex(SECRET_NAME_PATTERN, "must be a DNS-1123 label: lowercase letters, digits and '-', starting and ending with a letter or digit")
   .describe(`Unique in the VPC. DNS-1123 label: ${SECRET_NAME_PATTERN.source}, at most ${SECRET_NAME_MAX} characters.`);
 
 const secretValue = z

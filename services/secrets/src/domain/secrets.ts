@@ -2,21 +2,12 @@ import { NotFoundError, UnavailableError, isUuid, type Logger, type Page, type P
 import type { SecretStorePort, SecretValues } from './store-port.ts';
 import type { SecretsStore } from './records-port.ts';
 import type { CreateSecretInput } from './secret-rules.ts';
-import {
-  createdEvent,
-  deletedEvent,
-  type MissingReference,
-  type ResolvedReference,
-  type Scope,
-  type SecretRecord,
-  type SecretReference,
-} from './secret.ts';
+import { createdEvent, deletedEvent, type MissingReference, type ResolvedReference, type Scope, type SecretRecord, type SecretReference } from './secret.ts';
 
 const READ_CONCURRENCY = 8;
 
 export const secretNotFound = () => new NotFoundError('secret not found', 'secret_not_found');
-const storeUnavailable = () =>
-  new UnavailableError("the cluster's secret store cannot be reached; nothing was written", 'cluster_unavailable');
+const storeUnavailable = () => new UnavailableError("the cluster's secret store cannot be reached; nothing was written", 'cluster_unavailable');
 
 /**
  * The secrets rules. Ordering is what keeps the two sides (our records, the cluster's
@@ -148,8 +139,6 @@ function missingOf(refs: SecretReference[], found: Map<string, SecretRecord>): M
 }
 
 export function missingSecretError(missing: MissingReference[]): NotFoundError {
-  const parts = missing.map((m) =>
-    m.reason === 'secret_not_found' ? `secret ${m.secretId} does not exist` : `secret ${m.secretId} has no key ${m.key}`,
-  );
+  const parts = missing.map((m) => (m.reason === 'secret_not_found' ? `secret ${m.secretId} does not exist` : `secret ${m.secretId} has no key ${m.key}`));
   return new NotFoundError(`missing secret: ${parts.join('; ')}`, 'missing_secret');
 }

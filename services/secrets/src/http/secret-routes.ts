@@ -29,7 +29,10 @@ export function secretRoutes(secrets: Secrets): Route[] {
       access: 'Member',
       params: scopeParams,
       query: pageQuery,
-      responses: { 200: { description: 'a page of secrets, without values', schema: secretListJson }, 400: { description: 'bad limit or cursor', schema: errorJson } },
+      responses: {
+        200: { description: 'a page of secrets, without values', schema: secretListJson },
+        400: { description: 'bad limit or cursor', schema: errorJson },
+      },
       handler: async ({ params, query }) => {
         const page = await secrets.list(scopeOf(params), query);
         return { status: 200, body: { items: page.items.map(toJson), next_cursor: page.nextCursor } };

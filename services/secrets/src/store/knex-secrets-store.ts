@@ -44,10 +44,7 @@ export class KnexSecretsStore implements SecretsStore {
 
   async finishCreate(id: string, event: (r: SecretRecord) => PierEvent): Promise<SecretRecord | undefined> {
     return this.db.transaction(async (trx) => {
-      const [row] = await trx<Row>('secrets')
-        .where({ id, state: 'creating' })
-        .update({ state: 'ready', updated_at: trx.fn.now() })
-        .returning(COLUMNS);
+      const [row] = await trx<Row>('secrets').where({ id, state: 'creating' }).update({ state: 'ready', updated_at: trx.fn.now() }).returning(COLUMNS);
       if (!row) return undefined;
       const record = toRecord(row as Row);
       await writeEvent(trx, event(record));
@@ -78,10 +75,7 @@ export class KnexSecretsStore implements SecretsStore {
 
   async beginDelete(scope: Scope, id: string): Promise<SecretRecord | undefined> {
     if (!isUuid(id)) return undefined;
-    const [row] = await this.scoped(scope)
-      .where({ id, state: 'ready' })
-      .update({ state: 'deleting', updated_at: this.db.fn.now() })
-      .returning(COLUMNS);
+    const [row] = await this.scoped(scope).where({ id, state: 'ready' }).update({ state: 'deleting', updated_at: this.db.fn.now() }).returning(COLUMNS);
     return row ? toRecord(row as Row) : undefined;
   }
 
