@@ -210,6 +210,7 @@ describe('access logs', () => {
     await p.api(session).get('/api/v1/workspaces?access_token=' + session);
     await owner.get(`/api/v1/workspaces?access_token=${token}&x=1`);
     await p.api().get(`/api/v1/workspaces?access_token=${token}`);
+    expect((await p.api().get('/healthz')).status).toBe(200);
     const { socket } = await open(wsUrl(`?access_token=${token}`));
     socket!.close();
     await new Promise((r) => setTimeout(r, 50));
@@ -222,5 +223,7 @@ describe('access logs', () => {
     expect(requests.some((l) => l.path === '/api/v1/workspaces' && l.status === 401)).toBe(true);
     expect(requests.some((l) => l.upgrade === true && l.path.endsWith('/exec') && l.status === 101)).toBe(true);
     expect(requests.some((l) => l.upgrade === true && l.path === '/api/v1/no-such-socket' && l.status === 404)).toBe(true);
+    // Health checks come every few seconds from probes: not at info.
+    expect(requests.some((l) => l.path === '/healthz')).toBe(false);
   });
 });

@@ -209,6 +209,14 @@ export function loggablePath(url: string): string {
   return q === -1 ? url : url.slice(0, q);
 }
 
+/** Probes that ask every few seconds: logged at debug, so the info log shows what people and programs did. */
+const PROBE_PATHS = new Set(['/healthz']);
+
+/** The access-log level of a request to `path` (query string already removed). */
+export function accessLogLevel(path: string): 'info' | 'debug' {
+  return PROBE_PATHS.has(path) ? 'debug' : 'info';
+}
+
 export function accessLog(logger: Logger) {
   return (req: Request, res: Response, next: NextFunction) => {
     const start = process.hrtime.bigint();
@@ -216,7 +224,8 @@ export function accessLog(logger: Logger) {
     res.locals.log = log;
     res.on('finish', () => {
       const ms = Number(process.hrtime.bigint() - start) / 1e6;
-      log.info({ method: req.method, path: loggablePath(req.originalUrl), status: res.statusCode, ms: Math.round(ms * 100) / 100 }, 'request');
+      const path = loggablePath(req.originalUrl);
+      log[accessLogLevel(path)]({ method: req.method, path, status: res.statusCode, ms: Math.round(ms * 100) / 100 }, 'request');
     });
     next();
   };

@@ -173,6 +173,17 @@ describe('service app', () => {
     expect(text).not.toContain(owner);
   });
 
+  it('leaves health checks out of the info-level access log', async () => {
+    logged.length = 0;
+    expect((await request(app).get('/healthz')).status).toBe(200);
+    await request(app).get('/api/v1/nothing-here');
+    const paths = logged
+      .map((l) => JSON.parse(l))
+      .filter((l) => l.msg === 'request')
+      .map((l) => l.path);
+    expect(paths).toEqual(['/api/v1/nothing-here']);
+  });
+
   it('describes its routes as OpenAPI from the same schemas', async () => {
     const res = await request(app).get('/internal/openapi');
     const post = res.body[`/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/things`].post;

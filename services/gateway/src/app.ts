@@ -2,7 +2,7 @@ import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import type { Request, Response } from 'express';
-import { errorBody, httpStatusOf, IDENTITY_HEADER, loggablePath, NotFoundError, PierError, REQUEST_ID_HEADER, type Logger } from '@pier/kit';
+import { accessLogLevel, errorBody, httpStatusOf, IDENTITY_HEADER, loggablePath, NotFoundError, PierError, REQUEST_ID_HEADER, type Logger } from '@pier/kit';
 import type { AuthClient } from './auth-client.ts';
 import { routeOf, type RouteTarget, type Upstream } from './routing.ts';
 import { bearerToken, missingToken } from './http/authenticate.ts';
@@ -96,7 +96,10 @@ export function createGateway(deps: GatewayDeps): Gateway {
       // access_token there, and any client might.
       const start = performance.now();
       res.once('finish', () => {
-        logger.info({ requestId, method: req.method, path, status: res.statusCode, ms: Math.round((performance.now() - start) * 100) / 100 }, 'request');
+        logger[accessLogLevel(path)](
+          { requestId, method: req.method, path, status: res.statusCode, ms: Math.round((performance.now() - start) * 100) / 100 },
+          'request',
+        );
       });
     }
     const target = path === OPENAPI_PATH ? null : routeOf(path);

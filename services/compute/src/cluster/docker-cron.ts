@@ -27,11 +27,7 @@ export class CronScheduler {
     private readonly log: Logger,
     intervalMs = 5_000,
   ) {
-    this.passes = new Periodic(
-      () => this.tick(new Date()),
-      intervalMs,
-      (err) => log.warn({ err: String(err) }, 'cron scheduler pass failed; will retry'),
-    );
+    this.passes = new Periodic(() => this.tick(new Date()), intervalMs, { log, what: 'cron scheduler pass' });
   }
 
   start(): void {

@@ -22,11 +22,7 @@ export class Reconciler {
     private readonly log: Logger,
     intervalMs: number,
   ) {
-    this.loop = new Periodic(
-      () => this.pass(),
-      intervalMs,
-      (err) => log.warn({ err: String(err) }, 'reconcile pass failed; will retry'),
-    );
+    this.loop = new Periodic(() => this.pass(), intervalMs, { log, what: 'compute reconcile pass' });
   }
 
   /** Finishes what a previous process left pending, then settles rollouts every interval. */

@@ -32,11 +32,7 @@ export class Reconciler {
     private readonly ctx: DatabasesContext,
     intervalMs: number,
   ) {
-    this.loop = new Periodic(
-      () => this.pass(),
-      intervalMs,
-      (err) => ctx.log.warn({ err: String(err) }, 'reconcile pass failed; will retry'),
-    );
+    this.loop = new Periodic(() => this.pass(), intervalMs, { log: ctx.log, what: 'databases reconcile pass' });
   }
 
   /**

@@ -44,11 +44,11 @@ export class Reconciler {
   ) {
     this.staleAfterMs = opts.staleAfterMs ?? 60_000;
     this.sweepEvery = opts.sweepEvery ?? 10;
-    this.loop = new Periodic(
-      () => this.runOnce(),
-      intervalMs,
-      (err) => this.log.warn({ cause: this.store.describeError(err) }, 'secrets reconcile pass failed; will retry'),
-    );
+    this.loop = new Periodic(() => this.runOnce(), intervalMs, {
+      log: this.log,
+      what: 'secrets reconcile pass',
+      describe: (err) => ({ cause: this.store.describeError(err) }),
+    });
   }
 
   /** One pass now (joins a pass already running). */
