@@ -7,9 +7,13 @@ const hostname = (name: string) =>
 export const databasesEnv = serviceEnv.extend({
   PIER_DATABASES_HTTP_PORT: port(7103),
   PIER_CLUSTER: z.enum(['docker', 'kubernetes']).default('docker'),
-  /** External host names are `<short_id>.<domain>`; point a wildcard DNS record at the cluster. */
-  PIER_POSTGRES_EXTERNAL_DOMAIN: hostname('PIER_POSTGRES_EXTERNAL_DOMAIN').default('pg.pier.localhost'),
-  PIER_MYSQL_EXTERNAL_DOMAIN: hostname('PIER_MYSQL_EXTERNAL_DOMAIN').default('mysql.pier.localhost'),
+  /**
+   * External host names are `<short_id>.<domain>` when set (point a wildcard DNS record at the
+   * cluster). Unset (the local default), external hosts are the address the cluster reports:
+   * the host's own on docker, so the details work on the machine with no DNS at all.
+   */
+  PIER_POSTGRES_EXTERNAL_DOMAIN: hostname('PIER_POSTGRES_EXTERNAL_DOMAIN').optional(),
+  PIER_MYSQL_EXTERNAL_DOMAIN: hostname('PIER_MYSQL_EXTERNAL_DOMAIN').optional(),
   /** docker: images of the two engines (built by deploy/images/build.sh). */
   PIER_DATABASES_POSTGRES_IMAGE: z.string().min(1).default('pier/pg-managed:15'),
   PIER_DATABASES_MYSQL_IMAGE: z.string().min(1).default('pier/mariadb:10.11'),
@@ -32,7 +36,10 @@ export const databasesEnv = serviceEnv.extend({
       }
       return labels;
     }),
-  /** docker: host address external-access ports are published on. */
+  /**
+   * docker: host address external-access ports are published on. The external address
+   * given to clients is this one, or 127.0.0.1 when it is a wildcard (0.0.0.0, ::).
+   */
   PIER_DATABASES_PUBLISH_ADDRESS: z.string().min(1).default('0.0.0.0'),
   /** kubernetes: kubeconfig file; without it the in-cluster service account (or $KUBECONFIG). */
   PIER_KUBECONFIG: z.string().min(1).optional(),

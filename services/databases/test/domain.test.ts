@@ -4,6 +4,7 @@ import { normaliseCidr } from '../src/domain/cidr.ts';
 import { renderPgHba, renderMysqlAccess, mysqlHostOf, type AccessPolicy } from '../src/domain/access.ts';
 import { resync } from '../src/domain/status.ts';
 import { connectionJson } from '../src/http/shapes.ts';
+import { externalEndpoint } from '../src/domain/connection.ts';
 import type { ClusterCapabilities } from '../src/domain/capabilities.ts';
 import type { DatabaseRecord } from '../src/domain/database.ts';
 
@@ -134,23 +135,33 @@ describe('status resync', () => {
 });
 
 describe('connection details', () => {
-  it('gives the external URLs in the spec shape only with external access on', () => {
-    const base = {
-      engine: 'postgresql' as const,
-      shortId: 'abcd1234',
-      domains: { postgresql: 'pg.example.com', mysql: 'my.example.com' },
-      endpoints: { host: 'db-abcd1234-rw', port: 5432, readOnlyHost: 'db-abcd1234-ro', poolerHost: 'p', poolerHostRo: 'pr', externalPort: 5432 },
-      credentials: { username: 'app_abcd1234', password: 's3cret' },
-    };
-    const on = connectionJson({ ...base, externalAccessEnabled: true });
+  const endpoints = { host: 'db-abcd1234-rw', port: 5432, readOnlyHost: 'db-abcd1234-ro', poolerHost: 'p', poolerHostRo: 'pr', externalPort: 5432 };
+  const details = (engine: 'postgresql' | 'mysql', external: ReturnType<typeof externalEndpoint>) => ({
+    engine,
+    shortId: 'abcd1234',
+    endpoints,
+    credentials: { username: 'app_abcd1234', password: 's3cret' },
+    external,
+  });
+
+  it('gives the external URLs in the spec shape with a domain, only with external access on', () => {
+    const on = connectionJson(details('postgresql', externalEndpoint('abcd1234', true, endpoints, 'pg.example.com')));
     expect(on.external_url).toBe('postgresql://app_abcd1234:s3cret@abcd1234.pg.example.com:5432/abcd1234');
+    expect(on.external_url_ro).toBe('postgresql://app_abcd1234:s3cret@abcd1234-ro.pg.example.com:5432/abcd1234');
     expect(on.database_url).toBe('postgresql://app_abcd1234:s3cret@db-abcd1234-rw:5432/abcd1234');
     expect(on.pooler_host).toBe('p');
-    const off = connectionJson({ ...base, externalAccessEnabled: false });
+    const off = connectionJson(details('postgresql', externalEndpoint('abcd1234', false, endpoints, 'pg.example.com')));
     expect(off.external_host).toBeNull();
     expect(off.external_url).toBeNull();
-    const my = connectionJson({ ...base, engine: 'mysql', externalAccessEnabled: true, endpoints: { ...base.endpoints, port: 3306, externalPort: 3306 } });
+    const my = connectionJson(details('mysql', externalEndpoint('abcd1234', true, { ...endpoints, port: 3306, externalPort: 3306 }, 'my.example.com')));
     expect(my.external_url).toBe('mysql://app_abcd1234:s3cret@abcd1234.my.example.com:3306/abcd1234');
     expect(my).not.toHaveProperty('pooler_host');
+  });
+
+  it('falls back to the address the cluster reports when no domain is configured', () => {
+    const published = { ...endpoints, externalPort: 49153, externalAddress: '127.0.0.1' };
+    expect(externalEndpoint('abcd1234', true, published, undefined)).toEqual({ host: '127.0.0.1', hostRo: '127.0.0.1', port: 49153 });
+    // A load balancer without an address yet: no external details rather than a host that does not answer.
+    expect(externalEndpoint('abcd1234', true, endpoints, undefined)).toBeNull();
   });
 });

@@ -167,6 +167,25 @@ describe('postgresql on CloudNativePG', () => {
     expect(fake.get(...K.pooler, ns, `db-${db.shortId}-pooler-ro`)).toBeUndefined();
   });
 
+  it('without an external domain, gives the addresses of the load balancers once the cloud assigns them', async () => {
+    const kc = new KubeConfig();
+    kc.loadFromString(fake.kubeconfig());
+    const plain = new KubernetesCluster(kc, { domains: {}, storageClass: 'fast', timeoutMs: 2000 });
+    const db = database({ externalAccessEnabled: true });
+    await plain.apply(db);
+    const ns = vpcNamespace(db.vpcId);
+    // No domain, nothing for external-dns to publish.
+    expect(fake.get(...K.service, ns, `db-${db.shortId}-external`)!.metadata.annotations).toBeUndefined();
+    expect((await plain.connection(db)).endpoints.externalAddress).toBeUndefined();
+    fake.setStatus(...K.service, ns, `db-${db.shortId}-external`, { loadBalancer: { ingress: [{ ip: '203.0.113.10' }] } });
+    fake.setStatus(...K.service, ns, `db-${db.shortId}-external-ro`, { loadBalancer: { ingress: [{ hostname: 'ro.lb.example.net' }] } });
+    expect((await plain.connection(db)).endpoints).toMatchObject({
+      externalPort: 5432,
+      externalAddress: '203.0.113.10',
+      externalAddressRo: 'ro.lb.example.net',
+    });
+  });
+
   it('deletes everything it made', async () => {
     const db = database({ externalAccessEnabled: true });
     await cluster.apply(db);
@@ -243,7 +262,10 @@ describe('mysql on MOCO', () => {
 describe('the API on the kubernetes adapter', () => {
   let h: Databases;
   beforeAll(async () => {
-    h = await startDatabases({}, { cluster: (installation) => adapter(installation) });
+    h = await startDatabases(
+      { PIER_POSTGRES_EXTERNAL_DOMAIN: DOMAINS.postgresql, PIER_MYSQL_EXTERNAL_DOMAIN: DOMAINS.mysql },
+      { cluster: (installation) => adapter(installation) },
+    );
   });
   afterAll(async () => {
     await h.stop();
@@ -274,7 +296,7 @@ describe('the API on the kubernetes adapter', () => {
     expect((await h.request('GET', `${h.base}/${res.body.id}/ip-allowlist`)).body.items).toHaveLength(1);
     expect(fake.get(...K.service, ns, `${name}-external`)!.spec.loadBalancerSourceRanges).toEqual(['198.51.100.7/32']);
     const c = (await h.request('GET', `${h.base}/${res.body.id}/connection`)).body;
-    expect(c.external_url).toBe(`postgresql://app_${res.body.short_id}:${c.password}@${res.body.short_id}.pg.pier.localhost:5432/${res.body.short_id}`);
+    expect(c.external_url).toBe(`postgresql://app_${res.body.short_id}:${c.password}@${res.body.short_id}.${DOMAINS.postgresql}:5432/${res.body.short_id}`);
 
     expect((await h.request('DELETE', `${h.base}/${res.body.id}`)).status).toBe(202);
     for (let i = 0; i < 40 && (await h.request('GET', `${h.base}/${res.body.id}`)).status !== 404; i++) await new Promise((r) => setTimeout(r, 50));

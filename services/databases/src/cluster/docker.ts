@@ -55,6 +55,11 @@ const CAPABILITIES: ClusterCapabilities = {
 
 const password = () => randomBytes(24).toString('hex');
 
+/** The address a client on this host dials for a port published on `publishAddress`. */
+function reachableAddress(publishAddress: string): string {
+  return publishAddress === '0.0.0.0' || publishAddress === '::' ? '127.0.0.1' : publishAddress;
+}
+
 const INSTALLATION_LABEL = 'pier.installation';
 
 export class DockerCluster implements DatabaseCluster {
@@ -277,6 +282,7 @@ export class DockerCluster implements DatabaseCluster {
       // A single server on docker: the read-only name is an alias of the same server.
       readOnlyHost: names.ro,
       externalPort: published ? Number(published) : undefined,
+      externalAddress: published ? reachableAddress(this.opts.publishAddress) : undefined,
     };
     if (db.engine === 'postgresql') {
       endpoints.poolerHost = names.poolerRw;

@@ -244,9 +244,9 @@ export function mocoInitJob(db: ClusterDatabase, s: KubernetesSettings): Manifes
 /**
  * External access: a LoadBalancer per endpoint. externalTrafficPolicy Local keeps the
  * client's address (so pg_hba sees it), loadBalancerSourceRanges applies the allowlist
- * at the balancer too, and external-dns publishes `<short_id>.<domain>`.
+ * at the balancer too, and external-dns publishes `<short_id>.<domain>` when a domain is set.
  */
-export function externalService(db: ClusterDatabase, readOnly: boolean, hostname: string): Manifest {
+export function externalService(db: ClusterDatabase, readOnly: boolean, hostname: string | undefined): Manifest {
   const n = names(db.shortId);
   const port = db.engine === 'postgresql' ? 5432 : 3306;
   const selector =
@@ -259,7 +259,7 @@ export function externalService(db: ClusterDatabase, readOnly: boolean, hostname
   return {
     apiVersion: 'v1',
     kind: 'Service',
-    metadata: { ...metadata, annotations: { 'external-dns.alpha.kubernetes.io/hostname': hostname } },
+    metadata: hostname ? { ...metadata, annotations: { 'external-dns.alpha.kubernetes.io/hostname': hostname } } : metadata,
     spec: {
       type: 'LoadBalancer',
       externalTrafficPolicy: 'Local',

@@ -153,8 +153,8 @@ export class KubernetesCluster implements DatabaseCluster {
       }
       const domain = this.opts.domains[db.engine];
       if (db.externalAccessEnabled) {
-        await this.applyObject(externalService(db, false, `${db.shortId}.${domain}`));
-        await this.applyObject(externalService(db, true, `${db.shortId}-ro.${domain}`));
+        await this.applyObject(externalService(db, false, domain && `${db.shortId}.${domain}`));
+        await this.applyObject(externalService(db, true, domain && `${db.shortId}-ro.${domain}`));
       } else {
         await this.remove('v1', 'Service', n.external, ns);
         await this.remove('v1', 'Service', n.externalRo, ns);
@@ -244,6 +244,14 @@ export class KubernetesCluster implements DatabaseCluster {
     return [...refs.values()];
   }
 
+  /** The first ingress address of a LoadBalancer Service; undefined until the cloud assigns one. */
+  private async loadBalancerAddress(name: string, namespace: string): Promise<string | undefined> {
+    type LbService = KubernetesObject & { status?: { loadBalancer?: { ingress?: { ip?: string; hostname?: string }[] } } };
+    const svc = await this.guard(() => this.read<LbService>('v1', 'Service', name, namespace));
+    const ingress = svc?.status?.loadBalancer?.ingress?.[0];
+    return ingress?.ip ?? ingress?.hostname ?? undefined;
+  }
+
   private async secretPassword(db: ClusterRef, name: string): Promise<string> {
     const secret = await this.guard(() => this.read<{ data?: Record<string, string> } & KubernetesObject>('v1', 'Secret', name, vpcNamespace(db.vpcId)));
     const b64 = secret?.data?.password;
@@ -271,6 +279,12 @@ export class KubernetesCluster implements DatabaseCluster {
     const h = this.hosts(db);
     const port = db.engine === 'postgresql' ? 5432 : 3306;
     const endpoints: Endpoints = { host: h.rw, port, readOnlyHost: h.ro, externalPort: db.externalAccessEnabled ? port : undefined };
+    if (db.externalAccessEnabled && !this.opts.domains[db.engine]) {
+      // No domain of ours to name it by: the addresses the load balancers were given.
+      const n = names(db.shortId);
+      endpoints.externalAddress = await this.loadBalancerAddress(n.external, vpcNamespace(db.vpcId));
+      endpoints.externalAddressRo = await this.loadBalancerAddress(n.externalRo, vpcNamespace(db.vpcId));
+    }
     if (db.engine === 'postgresql') {
       endpoints.poolerHost = h.poolerRw;
       endpoints.poolerHostRo = h.poolerRo;

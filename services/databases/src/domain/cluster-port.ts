@@ -47,6 +47,12 @@ export interface Endpoints {
   poolerHostRo?: string;
   /** The port clients outside reach; 5432/3306 on kubernetes, the published port on docker. */
   externalPort?: number;
+  /**
+   * Where clients outside reach it without any DNS of ours: the host's address on docker,
+   * the load balancer's once it has one on kubernetes. Used when no external domain is set.
+   */
+  externalAddress?: string;
+  externalAddressRo?: string;
 }
 
 export interface Credentials {

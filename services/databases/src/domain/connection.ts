@@ -3,21 +3,40 @@
 import type { Credentials, Endpoints } from './cluster-port.ts';
 import type { Engine } from './database.ts';
 import { databaseDeleting } from './errors.ts';
-import { activeCidrs, clusterView, type DatabasesContext, type ExternalDomains, type Scope } from './context.ts';
+import { activeCidrs, clusterView, type DatabasesContext, type Scope } from './context.ts';
 import { getDatabase } from './live-status.ts';
+
+/** Where clients outside the platform connect; null while external access is off (or has no address yet). */
+export interface ExternalEndpoint {
+  host: string;
+  hostRo: string;
+  port: number;
+}
 
 export interface ConnectionDetails {
   engine: Engine;
   shortId: string;
-  externalAccessEnabled: boolean;
   endpoints: Endpoints;
   credentials: Credentials;
-  domains: ExternalDomains;
+  external: ExternalEndpoint | null;
+}
+
+/**
+ * With an external domain configured, the names the spec shapes (`<short_id>.<domain>`,
+ * which a wildcard DNS record points at the cluster); without one, the address the cluster
+ * itself reports, so the details work as they stand on a machine with no DNS of ours.
+ */
+export function externalEndpoint(shortId: string, enabled: boolean, endpoints: Endpoints, domain: string | undefined): ExternalEndpoint | null {
+  if (!enabled || endpoints.externalPort === undefined) return null;
+  if (domain) return { host: `${shortId}.${domain}`, hostRo: `${shortId}-ro.${domain}`, port: endpoints.externalPort };
+  if (!endpoints.externalAddress) return null;
+  return { host: endpoints.externalAddress, hostRo: endpoints.externalAddressRo ?? endpoints.externalAddress, port: endpoints.externalPort };
 }
 
 export async function connectionOf(ctx: DatabasesContext, scope: Scope, id: string): Promise<ConnectionDetails> {
   const db = await getDatabase(ctx, scope, id);
   if (db.status === 'deleting') throw databaseDeleting();
   const { endpoints, credentials } = await ctx.cluster.connection(clusterView(db, await activeCidrs(ctx, db.id)));
-  return { engine: db.engine, shortId: db.shortId, externalAccessEnabled: db.externalAccessEnabled, endpoints, credentials, domains: ctx.domains };
+  const external = externalEndpoint(db.shortId, db.externalAccessEnabled, endpoints, ctx.domains[db.engine]);
+  return { engine: db.engine, shortId: db.shortId, endpoints, credentials, external };
 }

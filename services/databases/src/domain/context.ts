@@ -13,9 +13,10 @@ export interface Scope {
 }
 
 /** External host names are `<short_id>.<domain>`, per engine. */
+/** `<short_id>.<domain>` names for external access, per engine; unset means addresses the cluster gives. */
 export interface ExternalDomains {
-  postgresql: string;
-  mysql: string;
+  postgresql?: string;
+  mysql?: string;
 }
 
 export interface Deadlines {

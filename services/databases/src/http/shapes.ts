@@ -59,14 +59,11 @@ export function connectionJson(i: ConnectionDetails): Record<string, unknown> {
     out.pooler_host = e.poolerHost ?? null;
     out.pooler_host_ro = e.poolerHostRo ?? null;
   }
-  const external = i.externalAccessEnabled && e.externalPort !== undefined;
-  const domain = i.domains[engine];
-  const host = `${db}.${domain}`;
-  const hostRo = `${db}-ro.${domain}`;
-  out.external_host = external ? host : null;
-  out.external_host_ro = external ? hostRo : null;
-  out.external_port = external ? e.externalPort : null;
-  out.external_url = external ? url(engine, c, host, e.externalPort!, db) : null;
-  out.external_url_ro = external ? url(engine, c, hostRo, e.externalPort!, db) : null;
+  const x = i.external;
+  out.external_host = x ? x.host : null;
+  out.external_host_ro = x ? x.hostRo : null;
+  out.external_port = x ? x.port : null;
+  out.external_url = x ? url(engine, c, x.host, x.port, db) : null;
+  out.external_url_ro = x ? url(engine, c, x.hostRo, x.port, db) : null;
   return out;
 }
