@@ -81,7 +81,7 @@ async function benchGateway(infra: Infra): Promise<void> {
         PIER_PUBLIC_URL: `http://127.0.0.1:${gatewayPort}`,
       },
       `http://127.0.0.1:${authHttp}/healthz`,
-      nodeArgs,
+      { nodeArgs },
     );
     auth.start(root);
     cleanups.push(() => auth.stop());
@@ -96,7 +96,7 @@ async function benchGateway(infra: Infra): Promise<void> {
         PIER_AUTH_URL: `http://127.0.0.1:${authHttp}`,
       },
       `http://127.0.0.1:${gatewayPort}/healthz`,
-      nodeArgs,
+      { nodeArgs },
     );
     gateway.start(root);
     cleanups.push(() => gateway.stop());

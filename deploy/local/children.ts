@@ -1,11 +1,23 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
+import type { ParentDeath } from './parent-death.ts';
+
+export interface ServiceProcessOptions {
+  /** Where each line the service prints goes (default: stdout, prefixed with its name). */
+  onLine?: (service: string, line: string, stream: 'stdout' | 'stderr') => void;
+  /** Makes the service stop when the launcher dies, even by SIGKILL. */
+  parentDeath?: ParentDeath;
+  /** Extra node flags (the benchmark's --cpu-prof). */
+  nodeArgs?: string[];
+}
+
+const printPrefixed = (service: string, line: string) => process.stdout.write(`[${service}] ${line}\n`);
 
 /**
  * One Pier service as a child process: `node --import tsx services/<name>/src/main.ts`
  * (tsx's loader in the same process, so signals reach the service itself, not a
  * wrapper). Its own process group: a Ctrl-C in the terminal reaches only the launcher,
- * which stops the services in order. Output is passed through, each line prefixed.
+ * which stops the services in order. Output goes line by line to `onLine`.
  */
 export class ServiceProcess {
   private child?: ChildProcess;
@@ -16,26 +28,25 @@ export class ServiceProcess {
     private readonly entry: string,
     private readonly env: NodeJS.ProcessEnv,
     readonly healthUrl: string,
-    /** Extra node flags (the benchmark's --cpu-prof). */
-    private readonly nodeArgs: string[] = [],
+    private readonly options: ServiceProcessOptions = {},
   ) {}
 
   start(cwd: string): void {
-    const child = spawn(process.execPath, [...this.nodeArgs, '--import', 'tsx', this.entry], {
-      cwd,
-      env: this.env,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const args = [...(this.options.nodeArgs ?? []), '--import', 'tsx', this.entry];
+    const [cmd, argv] = this.options.parentDeath?.wrap(process.execPath, args, 'SIGTERM') ?? [process.execPath, args];
+    const child = spawn(cmd, argv, { cwd, env: this.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
-    const prefix = `[${this.name}] `;
-    for (const stream of [child.stdout!, child.stderr!]) {
+    const onLine = this.options.onLine ?? printPrefixed;
+    for (const [stream, name] of [
+      [child.stdout!, 'stdout'],
+      [child.stderr!, 'stderr'],
+    ] as const) {
       let partial = '';
       stream.on('data', (chunk: Buffer) => {
         const lines = (partial + chunk.toString()).split('\n');
         partial = lines.pop() ?? '';
         for (const line of lines) {
-          process.stdout.write(prefix + line + '\n');
+          onLine(this.name, line, name);
           this.tail.push(line);
           if (this.tail.length > 20) this.tail.shift();
         }

@@ -1,9 +1,10 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { access, mkdir } from 'node:fs/promises';
-import { constants } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { which } from './which.ts';
+import type { ParentDeath } from './parent-death.ts';
 
 const exec = promisify(execFile);
 
@@ -17,20 +18,6 @@ export interface RunningNats {
 export class MissingDependency extends Error {}
 
 const CONTAINER = 'pier-local-nats';
-
-async function onPath(cmd: string): Promise<string | null> {
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
-    if (!dir) continue;
-    const candidate = path.join(dir, cmd);
-    try {
-      await access(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      /* not here */
-    }
-  }
-  return null;
-}
 
 /** Resolves once something accepts TCP connections on the port. */
 async function waitForPort(port: number, timeoutMs: number, alive: () => boolean): Promise<void> {
@@ -75,17 +62,21 @@ async function localImage(): Promise<string | null> {
  * NATS with JetStream, in order of preference: PIER_NATS_URL; a `nats-server` on PATH,
  * started with its store under `<home>/nats`; a container from the local `pier/nats:2`
  * (or `nats:2`) image when a Docker engine answers. Otherwise a MissingDependency saying
- * how to get one. Never installs anything itself.
+ * how to get one. Never installs anything itself (`./pier up` installs Debian's nats-server
+ * before it starts the launcher). The nats-server child stops with the launcher, however the
+ * launcher dies; a container cannot be tied to it, so a SIGKILL leaves that one running
+ * until the next start removes it.
  */
-export async function findNats(home: string, port: number): Promise<RunningNats> {
+export async function findNats(home: string, port: number, death: ParentDeath): Promise<RunningNats> {
   if (process.env.PIER_NATS_URL) {
     return { url: process.env.PIER_NATS_URL, how: 'PIER_NATS_URL', stop: async () => undefined };
   }
-  const binary = await onPath('nats-server');
+  const binary = which('nats-server');
   if (binary) {
     const store = path.join(home, 'nats');
     await mkdir(store, { recursive: true });
-    const child: ChildProcess = spawn(binary, ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', store], {
+    const [cmd, args] = death.wrap(binary, ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', store], 'SIGTERM');
+    const child: ChildProcess = spawn(cmd, args, {
       detached: true, // own process group: Ctrl-C reaches the launcher, which stops NATS after the services
       stdio: ['ignore', 'ignore', 'pipe'],
     });

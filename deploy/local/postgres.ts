@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
+import type { ParentDeath } from './parent-death.ts';
 
 /**
  * An embedded PostgreSQL for `pier up` when PIER_DATABASE_URL is not set: the server
@@ -92,7 +93,13 @@ function run(cmd: string, args: string[], ids: { uid?: number; gid?: number }): 
   });
 }
 
-export async function startEmbeddedPostgres(home: string, port: number, password: string, log: (line: string) => void): Promise<EmbeddedPostgres> {
+export async function startEmbeddedPostgres(
+  home: string,
+  port: number,
+  password: string,
+  log: (line: string) => void,
+  death: ParentDeath,
+): Promise<EmbeddedPostgres> {
   const { initdb, postgres } = await binaries();
   const ids = runAsIds();
   const dataDir = await dataDirFor(home, ids);
@@ -114,12 +121,14 @@ export async function startEmbeddedPostgres(home: string, port: number, password
     }
   }
   // Own process group: a Ctrl-C in the terminal reaches only the launcher, which stops
-  // the services first and the database last.
-  const child: ChildProcess = spawn(
+  // the services first and the database last. Should the launcher die without doing so,
+  // the postmaster gets SIGINT (fast shutdown: open transactions roll back, data is safe).
+  const [cmd, args] = death.wrap(
     postgres,
     ['-D', dataDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200'],
-    { ...ids, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_ALL: 'C' } },
+    'SIGINT',
   );
+  const child: ChildProcess = spawn(cmd, args, { ...ids, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_ALL: 'C' } });
   let output = '';
   await new Promise<void>((resolve, reject) => {
     child.stderr!.on('data', (d: Buffer) => {

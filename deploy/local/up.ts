@@ -6,7 +6,9 @@
  * PATH, or a local NATS image in Docker. Keys and passwords are generated on the first
  * run and kept in $PIER_HOME/state.json (0600). $PIER_HOME defaults to `.pier/` in the
  * repository. Each service runs as a child process with its own environment; the CLI's
- * bootstrap files land in $PIER_CONFIG_DIR (default ~/.config/pier). See README.md here.
+ * bootstrap files land in $PIER_CONFIG_DIR (default ~/.config/pier). Every child stops with
+ * the launcher, even when the launcher is SIGKILLed (parent-death.ts). Logs are readable on
+ * a terminal and JSON lines elsewhere (log-format.ts). See README.md here.
  */
 import os from 'node:os';
 import path from 'node:path';
@@ -16,11 +18,22 @@ import { loadState } from './state.ts';
 import { ensureDatabase, startEmbeddedPostgres, type EmbeddedPostgres } from './postgres.ts';
 import { findNats, MissingDependency, type RunningNats } from './nats.ts';
 import { portInUse, ServiceProcess } from './children.ts';
+import { chooseFormat, logLineWriter } from './log-format.ts';
+import { parentDeath } from './parent-death.ts';
+import { dockerProblem } from './docker-check.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const env = process.env;
 const home = path.resolve(env.PIER_HOME || path.join(root, '.pier'));
-const say = (line: string) => process.stdout.write(`pier: ${line}\n`);
+const startedAt = performance.now();
+const format = chooseFormat(env, Boolean(process.stdout.isTTY));
+const lines = logLineWriter(format, Boolean(process.stdout.isTTY) && !env.NO_COLOR);
+const say = (line: string, level: 30 | 40 = 30) => process.stdout.write(lines.own(level, line));
+const death = parentDeath();
+const childOptions = {
+  parentDeath: death,
+  onLine: (service: string, line: string, stream: 'stdout' | 'stderr') => process.stdout.write(lines.child(service, line, stream)),
+};
 
 const num = (name: string, fallback: number) => Number(env[name] || fallback);
 const ports = {
@@ -62,6 +75,14 @@ async function checkPorts(wanted: [string, number][]): Promise<void> {
 }
 
 async function main(): Promise<void> {
+  if (!death.available) say('setpriv (util-linux) is not here: a SIGKILL of this launcher would leave its children running; stop it with Ctrl-C', 40);
+  // The docker cluster is the default: without an engine nothing can be deployed, so say it
+  // once, now, rather than let compute and databases discover it every few seconds.
+  if ((env.PIER_CLUSTER ?? 'docker') === 'docker') {
+    const problem = await dockerProblem(env.PIER_DOCKER_HOST);
+    if (problem) throw new MissingDependency(problem);
+  }
+
   const { state, file, created } = await loadState(home);
   say(`${created ? 'created' : 'using'} ${file} (identity keys and service passwords, mode 0600)`);
 
@@ -81,7 +102,7 @@ async function main(): Promise<void> {
     adminUrl = env.PIER_DATABASE_URL;
     say('PostgreSQL: PIER_DATABASE_URL');
   } else {
-    postgres = await startEmbeddedPostgres(home, ports.postgres, state.postgresPassword, say);
+    postgres = await startEmbeddedPostgres(home, ports.postgres, state.postgresPassword, say, death);
     adminUrl = await ensureDatabase(postgres.adminUrl, 'pier');
     say(`PostgreSQL: embedded, 127.0.0.1:${ports.postgres}, data in ${postgres.dataDir}`);
   }
@@ -90,7 +111,7 @@ async function main(): Promise<void> {
   if (!env.PIER_NATS_URL && (await portInUse(ports.nats))) {
     throw new MissingDependency(`port ${ports.nats} (NATS) is in use; set PIER_LOCAL_NATS_PORT, or PIER_NATS_URL to use a running NATS`);
   }
-  nats = await findNats(home, ports.nats);
+  nats = await findNats(home, ports.nats, death);
   say(`NATS: ${nats.how}`);
 
   // Every child inherits the user's environment (PIER_LOG_LEVEL, PIER_CLUSTER, PIER_OIDC_*,
@@ -123,6 +144,7 @@ async function main(): Promise<void> {
         PIER_COMPUTE_SERVICE_PUBLIC_KEY: state.computeKeys.publicJwk,
       },
       `${urls.secrets}/healthz`,
+      childOptions,
     ),
     new ServiceProcess(
       'compute',
@@ -134,12 +156,14 @@ async function main(): Promise<void> {
         PIER_COMPUTE_SERVICE_PRIVATE_KEY: state.computeKeys.privateJwk,
       },
       `${urls.compute}/healthz`,
+      childOptions,
     ),
     new ServiceProcess(
       'databases',
       entry('databases'),
       { ...common('databases'), PIER_DATABASES_HTTP_PORT: String(ports.databases) },
       `${urls.databases}/healthz`,
+      childOptions,
     ),
   ];
   for (const s of resources) {
@@ -162,6 +186,7 @@ async function main(): Promise<void> {
       PIER_SECRETS_URL: urls.secrets,
     },
     `${urls.auth}/healthz`,
+    childOptions,
   );
   auth.start(root);
   services.push(auth);
@@ -181,6 +206,7 @@ async function main(): Promise<void> {
       PIER_SECRETS_URL: urls.secrets,
     },
     `${local(ports.gateway)}/healthz`,
+    childOptions,
   );
   gateway.start(root);
   services.push(gateway);
@@ -188,17 +214,27 @@ async function main(): Promise<void> {
 
   const configDir = env.PIER_CONFIG_DIR || path.join(os.homedir(), '.config', 'pier');
   const shown = configDir.startsWith(os.homedir()) ? '~' + configDir.slice(os.homedir().length) : configDir;
-  process.stdout.write(
-    [
-      '',
-      'Pier is running.',
-      `  API:          ${urls.gateway}/api/v1   (description: ${urls.gateway}/api/v1/openapi.json)`,
-      `  Credentials:  ${path.join(shown, 'credentials.json')} (api_url, token) and ${path.join(shown, 'config.json')} (workspace_id, vpc_id), mode 0600`,
-      `  Try:          curl -H "Authorization: Bearer $(jq -r .token ${path.join(shown, 'credentials.json')})" ${urls.gateway}/api/v1/workspaces`,
-      '  Stop:         Ctrl-C',
-      '',
-    ].join('\n') + '\n',
-  );
+  const seconds = ((performance.now() - startedAt) / 1000).toFixed(1);
+  if (format === 'json') {
+    process.stdout.write(
+      lines.own(30, 'Pier is running', {
+        api: `${urls.gateway}/api/v1`,
+        credentials: path.join(configDir, 'credentials.json'),
+        startedInSeconds: Number(seconds),
+      }),
+    );
+  } else
+    process.stdout.write(
+      [
+        '',
+        `Pier is running (started in ${seconds}s).`,
+        `  API:          ${urls.gateway}/api/v1   (description: ${urls.gateway}/api/v1/openapi.json)`,
+        `  Credentials:  ${path.join(shown, 'credentials.json')} (api_url, token) and ${path.join(shown, 'config.json')} (workspace_id, vpc_id), mode 0600`,
+        `  Try:          curl -H "Authorization: Bearer $(jq -r .token ${path.join(shown, 'credentials.json')})" ${urls.gateway}/api/v1/workspaces`,
+        '  Stop:         Ctrl-C',
+        '',
+      ].join('\n') + '\n',
+    );
 
   // A service that dies on its own takes the platform down with it: half a platform
   // answering 503s is harder to notice than a launcher that says what happened.
@@ -241,7 +277,8 @@ process.on('exit', () => {
 
 main().catch(async (err: unknown) => {
   stopping = true;
-  process.stderr.write(`\npier: ${err instanceof MissingDependency ? '' : 'failed: '}${(err as Error).message}\n`);
+  const message = `${err instanceof MissingDependency ? '' : 'failed: '}${(err as Error).message}`;
+  process.stderr.write(format === 'json' ? lines.own(50, message) : `\npier: ${message}\n`);
   await stopAll().catch(() => undefined);
   process.exit(1);
 });

@@ -11,7 +11,7 @@ import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 
 // The kinds the fake Kubernetes API serves, and what the real API server would refuse of
 // each: core kinds checked with kubernetes-models (the Kubernetes OpenAPI schemas), custom
-// resources with ajv against the operators' CRD schemas in ../shared/crds, both plus the
+// resources with ajv against the operators' CRD schemas in deploy/crds, both plus the
 // API server's own name, label, env and Secret rules that the schemas do not carry.
 
 type Obj = Record<string, any>;
