@@ -22,7 +22,7 @@ const errorResponse = (description: string) => ({ description, content: { 'appli
 
 type Response = { description?: string; content?: Record<string, { schema?: { properties?: Record<string, unknown>; $ref?: string } }> };
 type Operation = { responses?: Record<string, Response>; security?: unknown };
-type Paths = Record<string, Record<string, Operation>>;
+export type Paths = Record<string, Record<string, Operation>>;
 
 /**
  * Every error response points at the one Error schema (services describe the same body
@@ -59,6 +59,14 @@ export async function mergedOpenApi(upstreams: Map<Upstream, string>): Promise<R
       }
     }),
   );
+  return mergeOpenApi(parts);
+}
+
+/**
+ * The merge itself, from each service's paths (as its `/internal/openapi` answers them):
+ * what the gateway serves, and what the SDK is generated from without a running platform.
+ */
+export function mergeOpenApi(parts: readonly (readonly [Upstream, Paths])[]): Record<string, unknown> {
   const paths: Paths = {};
   for (const [name, servicePaths] of parts) {
     for (const [path, operations] of Object.entries(servicePaths)) {

@@ -1,0 +1,2 @@
+export { createPierClient, unwrap, paginate, PierApiError, type PierClient, type PierClientOptions, type ApiErrorBody, type Page } from './client.ts';
+export type { paths, components, operations } from './schema.ts';
