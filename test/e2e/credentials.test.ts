@@ -35,6 +35,17 @@ afterAll(async () => {
   await p?.stop();
 });
 
+describe('who the token acts as', () => {
+  it('GET /api/v1/me names the user of a key and of a CLI session alike, and refuses no token', async () => {
+    const me = await owner.get('/api/v1/me');
+    expect(me.status).toBe(200);
+    expect(me.body).toEqual({ id: expect.any(String), email: p.bootstrap.email });
+    const session = (await owner.post('/api/v1/cli-sessions', { name: 'me-test' })).body.token as string;
+    expect((await p.api(session).get('/api/v1/me')).body).toEqual(me.body);
+    expect((await p.api().get('/api/v1/me')).status).toBe(401);
+  });
+});
+
 describe('API keys', () => {
   it('a revoked key gets 401 on its very next request, with the exact body', async () => {
     const created = await owner.post(`/api/v1/workspaces/${ws}/api-keys`, { name: 'to-revoke', scopes: ['deploy'] });

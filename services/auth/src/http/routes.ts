@@ -9,6 +9,7 @@ import { cliSessionRoutes } from './cli-sessions.ts';
 import { memberRoutes } from './members.ts';
 import { vpcRoutes } from './vpcs.ts';
 import { workspaceRoutes } from './workspaces.ts';
+import { meRoutes } from './me.ts';
 
 export interface Domain {
   workspaces: Workspaces;
@@ -19,5 +20,12 @@ export interface Domain {
 }
 
 export function authRoutes(d: Domain): Route[] {
-  return [...workspaceRoutes(d.workspaces), ...memberRoutes(d.members), ...vpcRoutes(d.vpcs), ...apiKeyRoutes(d.apiKeys), ...cliSessionRoutes(d.sessions)];
+  return [
+    ...meRoutes(),
+    ...workspaceRoutes(d.workspaces),
+    ...memberRoutes(d.members),
+    ...vpcRoutes(d.vpcs),
+    ...apiKeyRoutes(d.apiKeys),
+    ...cliSessionRoutes(d.sessions),
+  ];
 }
