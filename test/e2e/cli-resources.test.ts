@@ -1,0 +1,138 @@
+// The built `pier` CLI on real resources: services (create, env with a secret reference,
+// deploy, rollback, restart, update, delete, all with --wait) and databases (create,
+// connect through the real psql and mysql, query, schema, allowlist, external access).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DATABASES_ENV, cleanupVpc } from './databases-helpers.ts';
+import { cleanVpcs, containersOf, inspect, TINY_HTTP } from './services-support.ts';
+import { startCli, type CliHarness } from './cli-support.ts';
+
+let cli: CliHarness;
+
+beforeAll(async () => {
+  cli = await startCli({ env: { databases: DATABASES_ENV } });
+  expect((await cli.login()).code).toBe(0);
+});
+afterAll(async () => {
+  await cli?.stop();
+  if (cli) {
+    await cleanVpcs(cli.platform.bootstrap.vpcId);
+    await cleanupVpc(cli.platform.bootstrap.vpcId);
+  }
+});
+
+describe('pier services', () => {
+  it('creates and waits until running, with progress on stderr and the record on stdout', async () => {
+    const r = await cli.pier(['--json', 'services', 'create', 'web', '--image', TINY_HTTP, '--port', '8080', '--health-check-path', '/', '--wait']);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ name: 'web', status: 'running', image: TINY_HTTP });
+    expect(r.stderr).toMatch(/service web: running \(\d+s\)/);
+    const list = await cli.pier(['services', 'list']);
+    expect(list.stdout).toMatch(/^NAME\s+TYPE\s+STATUS/m);
+    expect(list.stdout).toMatch(/^web\s+web\s+running\s+svc\.nano\s+1\s+pier\/tiny-http:1\s/m);
+  });
+
+  it('sets literals and secret references in one rollout; the value reaches the container, never the output', async () => {
+    expect((await cli.pier(['secrets', 'create', 'db-creds', 'password=pa55-w0rd'])).code).toBe(0);
+    const set = await cli.pier(['services', 'env', 'set', 'web', 'GREETING=hello', '--secret', 'DB_PASSWORD=db-creds:password', '--wait']);
+    expect(set.code).toBe(0);
+    expect(set.stdout).toContain('2 variable(s) set; rolling out');
+    const list = await cli.pier(['services', 'env', 'list', 'web']);
+    expect(list.stdout).toMatch(/^GREETING\s+hello$/m);
+    expect(list.stdout).toMatch(/^DB_PASSWORD\s+\(secret db-creds:password\)$/m);
+    expect(list.stdout).not.toContain('pa55-w0rd');
+    const web = await cli.json(['services', 'show', 'web']);
+    const [container] = await containersOf(web.id);
+    expect((await inspect(container!)).Config.Env).toEqual(expect.arrayContaining(['GREETING=hello', 'DB_PASSWORD=pa55-w0rd']));
+
+    expect((await cli.pier(['services', 'env', 'unset', 'web', 'GREETING', '--wait'])).code).toBe(0);
+    expect((await cli.json(['services', 'env', 'list', 'web'])).map((e: { key: string }) => e.key)).toEqual(['DB_PASSWORD']);
+    expect(await cli.pier(['services', 'env', 'unset', 'web', 'NOPE'])).toMatchObject({ code: 1, stderr: expect.stringContaining('(env_var_not_found)') });
+    expect(await cli.pier(['services', 'env', 'set', 'web', '--secret', 'X=nosuch:key'])).toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('(secret_not_found)'),
+    });
+  });
+
+  it('deploys, rolls back and restarts with --wait, each a deployment in the history', async () => {
+    const deploy = await cli.json(['services', 'deploy', 'web', TINY_HTTP, '--wait']);
+    expect(deploy).toMatchObject({ deployment: { reason: 'deploy' }, service: { status: 'running' } });
+    const history = await cli.json(['services', 'deployments', 'web']);
+    const first = history[history.length - 1];
+    expect(first.reason).toBe('create');
+    const rollback = await cli.pier(['services', 'rollback', 'web', first.id, '--wait']);
+    expect(rollback).toMatchObject({ code: 0, stdout: expect.stringMatching(/^rollback of web: deployment \S+ \(pier\/tiny-http:1\), service running$/m) });
+    expect((await cli.pier(['services', 'restart', 'web', '--wait'])).code).toBe(0);
+    const reasons = (await cli.json(['services', 'deployments', 'web'])).map((d: { reason: string }) => d.reason);
+    expect(reasons.slice(0, 3)).toEqual(['restart', 'rollback', 'deploy']);
+    const table = await cli.pier(['services', 'deployments', 'web']);
+    expect(table.stdout).toMatch(/rollback of [0-9a-f]{8}/);
+  });
+
+  it('updates the configuration, waits for a crash with exit 1, and deletes with --yes --wait', async () => {
+    const updated = await cli.json(['services', 'update', 'web', '--instance-type', 'svc.micro', '--wait']);
+    expect(updated).toMatchObject({ instance_type: 'svc.micro', status: 'running' });
+    const crashy = await cli.pier(['services', 'create', 'crashy', '--image', 'pier/exits:1', '--wait', '--timeout', '60']);
+    expect(crashy.code).toBe(1);
+    expect(crashy.stderr).toContain('service crashy is crashed');
+    expect(crashy.stderr).toContain('(ended_crashed)');
+    const gone = await cli.pier(['services', 'delete', 'crashy', '--yes', '--wait']);
+    expect(gone).toMatchObject({ code: 0, stdout: 'Service crashy deleted.\n' });
+    expect((await cli.pier(['services', 'show', 'crashy'])).code).toBe(1);
+  });
+});
+
+describe('pier db', () => {
+  it('creates a postgresql database, connects with psql from this machine, queries and reads the schema', async () => {
+    const created = await cli.pier(['db', 'create', 'orders', '--external-access', '--wait']);
+    expect(created).toMatchObject({ code: 0, stdout: expect.stringMatching(/^Database orders \(\S+, postgresql 15\): running$/m) });
+    const psql = await cli.pier([
+      'db',
+      'connect',
+      'orders',
+      '--',
+      '-X',
+      '-q',
+      '-tA',
+      '-c',
+      "create table t (id int primary key, v text); insert into t values (1, 'a'); select v from t",
+    ]);
+    expect(psql).toMatchObject({ code: 0, stdout: 'a\n' });
+    const failing = await cli.pier(['db', 'connect', 'orders', '--', '-X', '-c', 'select * from nowhere']);
+    expect(failing.code).not.toBe(0); // psql's own exit status comes through
+
+    const query = await cli.pier(['db', 'query', 'orders', 'select id, v from t']);
+    expect(query.stdout).toBe('id  v\n1   a\nSELECT 1\n');
+    const schema = await cli.pier(['db', 'schema', 'orders']);
+    expect(schema.stdout).toContain('public.t  (primary key: id)');
+    expect(schema.stdout).toMatch(/^ {2}id\s+integer not null$/m);
+
+    const connection = await cli.pier(['db', 'connection', 'orders']);
+    const details = await cli.json(['db', 'connection', 'orders']);
+    expect(connection.stdout).not.toContain(details.password);
+    expect(connection.stdout).toMatch(/^external url\s+postgresql:\/\/\S+:\*\*\*\*@127\.0\.0\.1:\d+\//m);
+  });
+
+  it('manages the allowlist and external access; connect says what to do when it is off', async () => {
+    const added = await cli.json(['db', 'allowlist', 'add', 'orders', '203.0.113.0/24', '--description', 'office']);
+    expect(added).toMatchObject({ cidr: '203.0.113.0/24', description: 'office' });
+    expect((await cli.pier(['db', 'allowlist', 'list', 'orders'])).stdout).toMatch(/^203\.0\.113\.0\/24\s+office\s/m);
+    expect((await cli.pier(['db', 'allowlist', 'remove', 'orders', '203.0.113.0/24'])).code).toBe(0);
+    expect((await cli.pier(['db', 'allowlist', 'list', 'orders'])).stdout).toContain('no rules');
+
+    expect((await cli.json(['db', 'update', 'orders', '--no-external-access', '--wait'])).external_access_enabled).toBe(false);
+    const refused = await cli.pier(['db', 'connect', 'orders']);
+    expect(refused).toMatchObject({ code: 1, stderr: expect.stringContaining('pier db update orders --external-access') });
+    expect((await cli.pier(['db', 'delete', 'orders', '--yes', '--wait'])).code).toBe(0);
+    expect((await cli.json(['db', 'list'])).map((d: { name: string }) => d.name)).not.toContain('orders');
+  });
+
+  it('connects to a mysql database with the real mysql client', async () => {
+    expect((await cli.pier(['db', 'create', 'shop', '--engine', 'mysql', '--external-access', '--wait'])).code).toBe(0);
+    const r = await cli.pier(['db', 'connect', 'shop', '--', '--batch', '--skip-column-names', '-e', 'select database() = left(database(), 8)']);
+    expect(r).toMatchObject({ code: 0, stdout: '1\n' });
+    expect(await cli.pier(['db', 'create', 'tiny', '--engine', 'mysql', '--instance-type', 'svc.nano'])).toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('field instance_type'),
+    });
+  });
+});
