@@ -389,6 +389,7 @@ describe('OpenAPI', () => {
     expect(Object.keys(paths).sort()).toEqual([
       '/api/v1/cli-sessions',
       '/api/v1/cli-sessions/{sessionID}',
+      '/api/v1/me',
       '/api/v1/workspaces',
       '/api/v1/workspaces/{workspaceID}',
       '/api/v1/workspaces/{workspaceID}/api-keys',

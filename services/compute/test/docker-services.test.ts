@@ -240,6 +240,21 @@ describe('other service types on docker', () => {
     expect(history.body.items[0]).toMatchObject({ status: 'failed' });
   });
 
+  it('never reads a crash loop as running, however long ago its container was created', async () => {
+    // A web service without a health check counts as ready after MIN_READY_MS up; the
+    // restart policy keeps restarting the same container, so "up" must be since the last start.
+    const res = await c.post(c.base, { name: 'flapper', image: EXITS });
+    expect(res.status).toBe(201);
+    const seen = new Set<string>();
+    const until = Date.now() + 8_000;
+    while (Date.now() < until) {
+      seen.add((await status(res.body.id)).status);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(seen.has('running')).toBe(false);
+    expect(seen.has('crashed')).toBe(true);
+  });
+
   it('runs a worker without a port', async () => {
     const res = await c.post(c.base, { name: 'worker', image: TINY_HTTP, service_type: 'worker' });
     expect(res.body).toMatchObject({ service_type: 'worker', port: null });

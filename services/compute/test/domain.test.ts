@@ -169,6 +169,14 @@ describe('live status', () => {
     });
   });
 
+  it('keeps a failed deployment crashed while the cluster restarts it, until a replica is ready', () => {
+    const failed = deployment({ status: 'failed', message: 'replica 0 is restart-looping (last exit code 1)' });
+    expect(liveStatus('crashed', failed, obs('progressing'), now)).toEqual({ status: 'crashed', message: 'replica 0 is restart-looping (last exit code 1)' });
+    expect(liveStatus('crashed', failed, obs('ready'), now)).toEqual({ status: 'running', message: null });
+    // A deployment that succeeded still serves while a replica is replaced.
+    expect(liveStatus('running', deployment({ status: 'succeeded' }), obs('progressing'), now)).toEqual({ status: 'running', message: null });
+  });
+
   it('judges replicas: all ready, one failing, one missing, none wanted', () => {
     const t = { serviceId: 's', serviceType: 'web' as const, deploymentId: 'd1', replicas: 2, port: 8080, healthCheckPath: '/h' };
     const unit = (state: ReplicaUnit['state'], deploymentId = 'd1'): ReplicaUnit => ({ deploymentId, role: 'replica', state, message: state, createdAt: 0 });

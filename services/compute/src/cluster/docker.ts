@@ -14,6 +14,7 @@ import {
 } from '../domain/cluster-port.ts';
 import { judge, MIN_READY_MS, type ReplicaUnit } from './replicas.ts';
 import { HealthProber } from './docker-health.ts';
+import { uptimeMs } from './docker-uptime.ts';
 import { DockerEngine } from './docker-engine.ts';
 import { CronScheduler } from './docker-cron.ts';
 import { KIND_SERVICE, LABEL, containerName, volumeName, type DockerRole } from './docker-labels.ts';
@@ -178,8 +179,10 @@ export class DockerCluster implements ClusterPort {
       case 'running': {
         if (role === 'run') return unit('pending');
         if (t.serviceType !== 'web' || !t.healthCheckPath || t.port === null) {
-          // Created is whole seconds; a restarted container is caught by its `restarting` state.
-          const up = Date.now() - c.Created * 1000;
+          // Up since its last start (a crash loop restarts the same container); Created is
+          // the bound when the status text says nothing.
+          const sinceCreated = Date.now() - c.Created * 1000;
+          const up = Math.min(uptimeMs(c.Status) ?? sinceCreated, sinceCreated);
           return up >= MIN_READY_MS ? unit('ready') : unit('pending', `${who} is starting`);
         }
         const ip = c.NetworkSettings?.Networks?.[network]?.IPAddress || undefined;

@@ -82,9 +82,12 @@ export function liveStatus(stored: ServiceStatus, deployment: DeploymentState | 
             : `replicas did not become healthy within ${PROGRESS_DEADLINE_MS / 1000}s${obs.message ? `: ${obs.message}` : ''}`;
         return { status: 'crashed', message, ...settle('failed', message) };
       }
-      // A settled deployment whose replicas the cluster is replacing still serves;
-      // one whose replicas are all gone (removed outside Pier) does not.
-      if (obs.phase === 'progressing') return { status: 'running', message: null };
+      // A deployment that succeeded still serves while the cluster replaces a replica; one
+      // that failed (a crash loop caught between two restarts) stays crashed until a replica
+      // is ready again; one whose replicas are all gone (removed outside Pier) does not serve.
+      if (obs.phase === 'progressing') {
+        return deployment.status === 'failed' ? { status: 'crashed', message: deployment.message ?? obs.message } : { status: 'running', message: null };
+      }
       return { status: 'crashed', message: obs.message ?? 'no replica of the service is running in the cluster' };
     }
   }
