@@ -11,7 +11,8 @@ async function connectionsOf(adminUrl: string, role: string): Promise<number> {
   const c = new pg.Client({ connectionString: adminUrl });
   await c.connect();
   try {
-    const { rows } = await c.query('select count(*)::int as n from pg_stat_activity where usename = $1', [role]);
+    // This test's database only: other test files use the same role on the shared server at the same time.
+    const { rows } = await c.query('select count(*)::int as n from pg_stat_activity where usename = $1 and datname = current_database()', [role]);
     return rows[0].n;
   } finally {
     await c.end();
