@@ -112,15 +112,22 @@ build_image() {
   [[ -f $dir/Dockerfile ]] || die "no Dockerfile in $dir"
   tag=$(image_tag "$dir")
   [[ -n $tag ]] || die "$dir/Dockerfile lacks a '# image: <repo>:<tag>' line"
-  # Inputs: every file of the folder (name, mode, content) and the base it builds on.
+  # Inputs: every file of the folder (name, mode, content) and the base it builds on;
+  # not what prepare.sh produces (.prepared/), which prepare.sh itself pins.
   hash=$( { echo "${ids[$base_tag]:-}";
-            cd "$dir" && find . -type f -printf '%m %p\n' | sort && find . -type f -print0 | sort -z | xargs -0 cat; } | hash_of)
+            cd "$dir" && find . -path ./.prepared -prune -o -type f -printf '%m %p\n' | sort &&
+              find . -path ./.prepared -prune -o -type f -print0 | sort -z | xargs -0 cat; } | hash_of)
   if [[ -z ${PIER_IMAGES_REBUILD:-} && $(current_hash "$tag") == "$hash" ]]; then
     say "$tag" "up to date"; return
   fi
   t=$(now); log=$log_dir/image-$1.log
   old=${ids[$tag]:-}
-  if ! docker build --label "$label=$hash" -t "$tag" "$dir" >"$log" 2>&1; then
+  # An image whose inputs are not all files of its folder (a binary built from the Go
+  # module proxy, say) gets them from its prepare.sh, run in the folder first.
+  if [[ -x $dir/prepare.sh ]]; then
+    (cd "$dir" && ./prepare.sh) >"$log" 2>&1 || { tail -n 20 "$log" >&2; die "preparing $tag failed (full log: $log)"; }
+  fi
+  if ! docker build --label "$label=$hash" -t "$tag" "$dir" >>"$log" 2>&1; then
     tail -n 40 "$log" >&2; die "building $tag failed (full log: $log)"
   fi
   # Drop the replaced image (fails harmlessly while a container still uses it).

@@ -9,16 +9,30 @@
 #                            for the SQL console, schema inspector and slow queries
 #     PIER_HBA_B64           initial pg_hba.conf (base64), written on first start only;
 #                            later changes arrive through `pier-access`
+#     PIER_BACKUP_*, PIER_S3_*  where its WAL archive and backups go (pier-pg-lib.sh)
+#     PIER_RESTORE_SOURCE_DB    set on a database made from a backup (restore, fork): the
+#                               source's short id; with PIER_RESTORE_PATH (its repository),
+#                               PIER_RESTORE_TYPE (`time` with PIER_RESTORE_TARGET, or
+#                               `immediate` with PIER_RESTORE_SET, a backup label)
+#   replica   a streaming read replica of PIER_PRIMARY_HOST, cloned with pg_basebackup
+#             as pier_replicator (PIER_REPLICATION_PASSWORD) into slot PIER_REPLICA_SLOT.
 #   pgbouncer the pooler, in its own container. Env: PIER_POOLER_TARGET (host of the
 #             server), PIER_APP_USER, PIER_APP_PASSWORD, PIER_POOL_SIZE.
 set -Eeuo pipefail
+source /usr/local/lib/pier-pg-lib.sh
 
-data=/var/lib/postgresql/data
-export PGDATA=$data/pgdata
 hba=$data/pier/pg_hba.conf
 
 run_as_postgres() {
   exec setpriv --reuid=postgres --regid=postgres --init-groups "$@"
+}
+
+# A restore or a replica clone that fails leaves its reason here and the container up
+# (so `docker ps` keeps it unhealthy rather than restart-looping): pier-health prints it.
+fail() {
+  echo "$*" >&2
+  printf '%s\n' "$*" >"$data/pier/start-error"
+  exec sleep infinity
 }
 
 start_pgbouncer() {
@@ -80,10 +94,65 @@ SQL
   echo "passwords updated from the environment"
 }
 
+# A temporary server on the socket only, for work between a restore or clone and the
+# real start.
+start_local() {
+  # Archiving on: the new timeline's first segments (and its history file) belong in this
+  # database's own archive.
+  pg_ctl -D "$PGDATA" -w -t 3600 -l "$data/pier/startup.log" \
+    -o "-c listen_addresses='' -c archive_mode=on -c archive_command='pgbackrest --config=$CONF --stanza=db archive-push %p'" start >/dev/null ||
+    fail "the restored server did not start: $(tail -n 3 "$data/pier/startup.log" | tr '\n' ' ')"
+}
+stop_local() { pg_ctl -D "$PGDATA" -w -t 600 -m fast stop >/dev/null; }
+sql() { psql -X -q -v ON_ERROR_STOP=1 -h /var/run/postgresql -d postgres -tA "$@"; }
+
+# A new database from a backup of another: pgBackRest restores the source's data (to a
+# point in time, or the end of one backup), the server replays the source's archive and
+# promotes, and the copy becomes this database: its own name, owner and passwords.
+restore_cluster() {
+  : "${PIER_DB_NAME:?}" "${PIER_APP_USER:?}" "${PIER_APP_PASSWORD:?}" "${PIER_CONSOLE_PASSWORD:?}"
+  local src=$PIER_RESTORE_SOURCE_DB target q="'"
+  if [[ ${PIER_RESTORE_TYPE:?} == time ]]; then
+    target=(--type=time "--target=${PIER_RESTORE_TARGET:?}")
+  else
+    target=(--type=immediate "--set=${PIER_RESTORE_SET:?}")
+  fi
+  rm -rf "$PGDATA"
+  pgbackrest --config="$SOURCE_CONF" --stanza=db --pg1-path="$PGDATA" "${target[@]}" --target-action=promote \
+    "--recovery-option=restore_command=pgbackrest --config=$SOURCE_CONF --stanza=db archive-get %f \"%p\"" restore \
+    >"$data/pier/restore.log" 2>&1 || fail "restore from the backup failed: $(tail -n 3 "$data/pier/restore.log" | tr '\n' ' ')"
+  pgbackrest --config="$CONF" --stanza=db --no-online stanza-create >/dev/null 2>&1 || true
+  start_local
+  for _ in $(seq 1 36000); do
+    [[ $(sql -c 'SELECT pg_is_in_recovery()' 2>/dev/null) == f ]] && break
+    pg_ctl -D "$PGDATA" status >/dev/null || fail "recovery stopped: $(grep -E 'FATAL|PANIC' "$data/pier/startup.log" | tail -n 2 | tr '\n' ' ')"
+    sleep 0.1
+  done
+  sql <<SQL
+ALTER DATABASE "$src" RENAME TO "$PIER_DB_NAME";
+ALTER ROLE "app_$src" RENAME TO "$PIER_APP_USER";
+ALTER ROLE "$PIER_APP_USER" PASSWORD $q$PIER_APP_PASSWORD$q;
+ALTER ROLE pier_console PASSWORD $q$PIER_CONSOLE_PASSWORD$q;
+ALTER SYSTEM RESET ALL;
+SQL
+  stop_local
+  echo "restored database $src as $PIER_DB_NAME"
+}
+
+# A read replica: a copy of the primary by pg_basebackup (which writes standby.signal and
+# primary_conninfo), following it over a replication slot of its own.
+clone_replica() {
+  rm -rf "$PGDATA"
+  PGPASSWORD=${PIER_REPLICATION_PASSWORD:?} pg_basebackup -h "${PIER_PRIMARY_HOST:?}" -U pier_replicator -D "$PGDATA" \
+    -X stream -R -C -S "${PIER_REPLICA_SLOT:?}" >"$data/pier/clone.log" 2>&1 ||
+    fail "cloning the primary failed: $(tail -n 3 "$data/pier/clone.log" | tr '\n' ' ')"
+  echo "cloned $PIER_PRIMARY_HOST into slot $PIER_REPLICA_SLOT"
+}
+
 role=${1:-postgres}
 case $role in
   pgbouncer) start_pgbouncer ;;
-  postgres) ;;
+  postgres | replica) ;;
   *) exec "$@" ;;
 esac
 
@@ -96,13 +165,37 @@ if [[ $(id -u) == 0 ]]; then
   chown postgres:postgres "$data" "$data/pier" "$hba"
   chmod 600 "$hba"
   if [[ -d $PGDATA ]]; then find "$PGDATA" \! -user postgres -exec chown postgres:postgres '{}' +; fi
+  rm -f "$data/pier/start-error"
+  date -u +%s >"$data/pier/booted-at"
+  # Its own repository (a named volume is root's when new), and the configurations.
+  if [[ ${PIER_BACKUP_REPO:-volume} == volume && -d /var/lib/pgbackrest ]]; then chown postgres:postgres /var/lib/pgbackrest; fi
+  backup_conf
+  if [[ -n ${PIER_RESTORE_SOURCE_DB:-} ]]; then source_conf; fi
   exec setpriv --reuid=postgres --regid=postgres --init-groups "$0" "$@"
 fi
 
-if [[ ! -s $PGDATA/PG_VERSION ]]; then
-  init_cluster
+if [[ $role == replica ]]; then
+  # Done once: a clone that finished has standby.signal; one interrupted is redone.
+  [[ -e $PGDATA/standby.signal ]] || clone_replica
+  exec postgres
+fi
+
+if [[ ! -s $PGDATA/PG_VERSION || -e $data/pier/restoring ]]; then
+  if [[ -n ${PIER_RESTORE_SOURCE_DB:-} ]]; then
+    # The marker makes a restore interrupted by a crash start over rather than run half a copy.
+    touch "$data/pier/restoring"
+    restore_cluster
+    rm -f "$data/pier/restoring"
+  else
+    init_cluster
+  fi
 else
   sync_passwords
 fi
 printf '%s' "$PIER_APP_PASSWORD:$PIER_CONSOLE_PASSWORD" | sha256sum | cut -c1-64 >"$data/pier/credentials.sha256"
-exec postgres
+# Its own stanza in its own repository (offline: the server is not up yet). A repository
+# out of reach must not keep the database down: the archiver retries, and a backup
+# reports the error.
+pgbackrest --config="$CONF" --stanza=db --no-online stanza-create >/dev/null 2>&1 || echo "pgBackRest stanza not created yet (repository unreachable?)" >&2
+mapfile -t archiving < <(archive_options)
+exec postgres "${archiving[@]}"
