@@ -41,7 +41,7 @@ function timing(samples: number[]): Timing {
 }
 
 /** One request over a keep-alive agent, with its latency. */
-function request(agent: http.Agent, url: URL, token: string, method: string, body?: unknown): Promise<{ status: number; body: any; ms: number }> {
+export function request(agent: http.Agent, url: URL, token: string, method: string, body?: unknown): Promise<{ status: number; body: any; ms: number }> {
   return new Promise((resolve, reject) => {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const t0 = performance.now();
@@ -68,13 +68,14 @@ function request(agent: http.Agent, url: URL, token: string, method: string, bod
   });
 }
 
-async function removeLeftovers(vpcId: string): Promise<void> {
+/** Removes what the docker adapter made in the VPC, and `volumes` besides (a backup repository). */
+export async function removeLeftovers(vpcId: string, volumes: string[] = []): Promise<void> {
   const filters = ['--filter', 'label=pier.service=databases', '--filter', `label=pier.vpc=${vpcId}`];
   const { stdout } = await run('docker', ['ps', '-aq', ...filters]);
   const ids = stdout.trim().split('\n').filter(Boolean);
   if (ids.length) await run('docker', ['rm', '-f', '-v', ...ids]).catch(() => undefined);
   const vols = (await run('docker', ['volume', 'ls', '-q', ...filters])).stdout.trim().split('\n').filter(Boolean);
-  if (vols.length) await run('docker', ['volume', 'rm', '-f', ...vols]).catch(() => undefined);
+  if (vols.length + volumes.length) await run('docker', ['volume', 'rm', '-f', ...vols, ...volumes]).catch(() => undefined);
   await run('docker', ['network', 'rm', `pier-vpc-${vpcId}`]).catch(() => undefined);
 }
 

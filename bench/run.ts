@@ -12,8 +12,9 @@
  * PIER_BENCH_CONCURRENCY (16), PIER_BENCH_REQUESTS (20000), PIER_BENCH_SECONDS (10),
  * PIER_BENCH_ROUNDS (2), PIER_BENCH_PROFILE (a directory: CPU profiles of auth and gateway).
  *
- * Then the services list (bench/services.ts) and database (bench/databases.ts) benchmarks
- * on the same Postgres and NATS. PIER_BENCH_ONLY=gateway,services,databases picks some.
+ * Then the services list (bench/services.ts), database (bench/databases.ts) and database
+ * backups (bench/database-backups.ts) benchmarks on the same Postgres and NATS.
+ * PIER_BENCH_ONLY=gateway,services,databases,backups picks some.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -25,6 +26,7 @@ import { ServiceProcess } from '../deploy/local/children.ts';
 import { startInfra, type Infra } from './infra.ts';
 import { benchServices } from './services.ts';
 import { benchDatabases } from './databases.ts';
+import { benchBackups } from './database-backups.ts';
 import { AuthClient } from '@pier/gateway';
 import { runClosedLoop, runLoad, type LoadResult } from './load.ts';
 import { perRequest, snapshot } from './cpu.ts';
@@ -194,7 +196,7 @@ async function benchGateway(infra: Infra): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const only = new Set((process.env.PIER_BENCH_ONLY ?? 'gateway,services,databases').split(',').map((s) => s.trim()));
+  const only = new Set((process.env.PIER_BENCH_ONLY ?? 'gateway,services,databases,backups').split(',').map((s) => s.trim()));
   const infra = await startInfra();
   try {
     if (only.has('gateway')) await benchGateway(infra);
@@ -206,6 +208,10 @@ async function main(): Promise<void> {
     if (only.has('databases')) {
       console.log('');
       await benchDatabases({ infra, log });
+    }
+    if (only.has('backups')) {
+      console.log('');
+      await benchBackups({ infra, log });
     }
   } finally {
     await infra.stop();

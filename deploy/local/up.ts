@@ -161,7 +161,7 @@ async function main(): Promise<void> {
     new ServiceProcess(
       'databases',
       entry('databases'),
-      { ...common('databases'), PIER_DATABASES_HTTP_PORT: String(ports.databases) },
+      { ...common('databases'), PIER_DATABASES_HTTP_PORT: String(ports.databases), PIER_AUTH_GRPC_URL: `127.0.0.1:${ports.authGrpc}` },
       `${urls.databases}/healthz`,
       childOptions,
     ),

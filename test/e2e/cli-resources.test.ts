@@ -1,6 +1,7 @@
 // The built `pier` CLI on real resources: services (create, env with a secret reference,
 // deploy, rollback, restart, update, delete, all with --wait) and databases (create,
-// connect through the real psql and mysql, query, schema, allowlist, external access).
+// connect through the real psql and mysql, query, schema, backups, restore, fork,
+// replicas, allowlist, external access).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DATABASES_ENV, cleanupVpc } from './databases-helpers.ts';
 import { cleanVpcs, containersOf, inspect, TINY_HTTP } from './services-support.ts';
@@ -110,6 +111,49 @@ describe('pier db', () => {
     const details = await cli.json(['db', 'connection', 'orders']);
     expect(connection.stdout).not.toContain(details.password);
     expect(connection.stdout).toMatch(/^external url\s+postgresql:\/\/\S+:\*\*\*\*@127\.0\.0\.1:\d+\//m);
+  });
+
+  it('backs up, restores and forks with --wait (retrying while a first backup is taken), sets the schedule and replicas', async () => {
+    // No scheduled run while the backups are counted below.
+    expect((await cli.pier(['db', 'backups', 'schedule', 'orders', '--disable'])).code).toBe(0);
+    const restored = await cli.pier(['db', 'restore', 'orders', 'orders-copy', '--wait']);
+    expect(restored.code, restored.stderr).toBe(0);
+    expect(restored.stderr).toMatch(/has no completed backup yet: backup \S+ was started: waiting/);
+    expect(restored.stdout).toMatch(/^Database orders-copy \(\S+\), restored from orders: running$/m);
+    expect((await cli.pier(['db', 'show', 'orders-copy'])).stdout).toMatch(/^made from\s+restore of \S+, backup \d{8}-\d{6}$/m);
+
+    const taken = await cli.json(['db', 'backups', 'create', 'orders', '--wait']);
+    expect(taken).toMatchObject({ status: 'completed', method: 'manual' });
+    const list = await cli.pier(['db', 'backups', 'list', 'orders']);
+    expect(list.stdout).toMatch(/^NAME\s+STATUS\s+METHOD\s+SIZE\s+STARTED\s+COMPLETED$/m);
+    expect(list.stdout).toMatch(new RegExp(`^${taken.name}\\s+completed\\s+manual\\s+\\d`, 'm'));
+    expect(list.stdout).toMatch(/\s+completed\s+triggered\s+/);
+    expect(list.stdout).toMatch(/^Point-in-time recovery: any time from \S+ to \S+$/m);
+    const json = await cli.json(['db', 'backups', 'list', 'orders']);
+    expect(json.items).toHaveLength(2);
+    expect(json.recovery_window).toEqual({ earliest: expect.any(String), latest: expect.any(String) });
+
+    const fork = await cli.pier(['db', 'fork', 'orders', 'orders-fork', '--wait']);
+    expect(fork).toMatchObject({ code: 0, stdout: expect.stringMatching(/^Database orders-fork \(\S+\), forked from orders: running$/m) });
+    const pitr = await cli.pier(['db', 'restore', 'orders', 'orders-then', '--time', '2001-01-01T00:00:00Z']);
+    expect(pitr).toMatchObject({ code: 1, stderr: expect.stringContaining('field target_time') });
+
+    const schedule = await cli.json(['db', 'backups', 'schedule', 'orders', '--cron', '30 2 * * *', '--retention', '3']);
+    expect(schedule).toMatchObject({ schedule: '30 2 * * *', retention_count: 3, enabled: false });
+    expect((await cli.json(['db', 'backups', 'schedule', 'orders', '--enable'])).next_run_at).toMatch(/T02:30:00/);
+    expect((await cli.pier(['db', 'backups', 'schedule', 'orders'])).stdout).toMatch(/^keeps\s+3 scheduled backups$/m);
+    expect(await cli.pier(['db', 'backups', 'schedule', 'orders', '--cron', 'daily'])).toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('field schedule'),
+    });
+
+    expect((await cli.pier(['db', 'replicas', 'orders', '1'])).stdout).toMatch(/^Database orders: 1 replica \(running\)/);
+    expect(await cli.pier(['db', 'replicas', 'orders', '9'])).toMatchObject({ code: 1, stderr: expect.stringContaining('field replicas') });
+    expect((await cli.pier(['db', 'replicas', 'orders', '0'])).code).toBe(0);
+
+    const triggered = json.items.find((b: { method: string }) => b.method === 'triggered').name;
+    expect(await cli.pier(['db', 'backups', 'delete', 'orders', triggered])).toMatchObject({ code: 2, stderr: expect.stringContaining('--yes') });
+    expect((await cli.pier(['db', 'backups', 'delete', 'orders', triggered, '--yes'])).stdout).toBe(`Deleted backup ${triggered}.\n`);
   });
 
   it('manages the allowlist and external access; connect says what to do when it is off', async () => {

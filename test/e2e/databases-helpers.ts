@@ -1,65 +1,19 @@
 // Helpers of the databases end-to-end tests: polling a database's status, the real
 // psql and mysql command-line clients, a client container inside a VPC's network, and
 // cleanup of what the docker adapter created.
-import { execFile } from 'node:child_process';
 import { networkInterfaces } from 'node:os';
 import { expect } from 'vitest';
 import { vpcNetwork } from '@pier/kit';
+import { RUN_LABELS, TEST_BACKUP_VOLUME, run, type Run } from '@pier/testing';
 import type { Api } from '../support/platform.ts';
 
-export interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-export function run(cmd: string, args: string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(cmd, args, { env: { ...process.env, ...env }, timeout: timeoutMs }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
-      resolve({ code, stdout: stdout.toString(), stderr: stderr.toString() });
-    });
-  });
-}
-
-/** The real psql: one command, unaligned tuples only. */
-export function psql(conninfo: string, sql: string): Promise<Run> {
-  return run('psql', ['-X', '-q', '-tA', '-v', 'ON_ERROR_STOP=1', '-d', conninfo, '-c', sql], { PGCONNECT_TIMEOUT: '10' });
-}
-
-/** The real mysql client (MariaDB's), from the parts of a mysql:// URL. */
-export function mysqlCli(url: string, sql: string, hostOverride?: string): Promise<Run> {
-  const u = new URL(url);
-  return run('mysql', [
-    `--host=${hostOverride ?? u.hostname}`,
-    `--port=${u.port}`,
-    `--user=${decodeURIComponent(u.username)}`,
-    `--password=${decodeURIComponent(u.password)}`,
-    '--connect-timeout=10',
-    '--batch',
-    '--skip-column-names',
-    u.pathname.slice(1),
-    '-e',
-    sql,
-  ]);
-}
-
-/** Labels of this test run (./pier test removes what carries its run id on exit). */
-export const RUN_LABELS = ['pier.test=true', ...(process.env.PIER_TEST_RUN ? [`pier.test.run=${process.env.PIER_TEST_RUN}`] : [])];
+export { inVpc, mysqlCli, psql, run, RUN_LABELS, type Run } from '@pier/testing';
 
 /** Environment of the databases service in these tests: its containers carry the run's labels. */
-export const DATABASES_ENV = { PIER_DATABASES_CONTAINER_LABELS: RUN_LABELS.join(',') };
-
-/** Runs a client inside the VPC's network, as a service in the same VPC would. */
-export function inVpc(vpcId: string, image: string, cmd: string[]): Promise<Run> {
-  return run(
-    'docker',
-    ['run', '--rm', ...RUN_LABELS.flatMap((l) => ['--label', l]), '--network', vpcNetwork(vpcId), '--entrypoint', cmd[0]!, image, ...cmd.slice(1)],
-    {
-      DOCKER_BUILDKIT: '0',
-    },
-  );
-}
+export const DATABASES_ENV = {
+  PIER_DATABASES_CONTAINER_LABELS: RUN_LABELS.join(','),
+  PIER_DATABASES_BACKUP_VOLUME: TEST_BACKUP_VOLUME,
+};
 
 /** A non-loopback IPv4 address of this machine: connections to it keep it as their source. */
 export function localAddress(): string {

@@ -65,7 +65,7 @@ describe('a mysql database (MariaDB on docker)', () => {
   it('connects with the real mysql client inside the VPC and from outside', async () => {
     conn = (await owner.get(`${one()}/connection`)).body;
     const user = `app_${shortId}`;
-    expect(conn).toMatchObject({ host: `db-${shortId}-rw`, port: 3306, database: shortId, username: user, read_only_host: `db-${shortId}-ro` });
+    expect(conn).toMatchObject({ host: `db-${shortId}-rw`, port: 3306, database: shortId, username: user, read_only_host: `db-${shortId}-rw` });
     expect(conn).not.toHaveProperty('pooler_host');
     expect(conn.database_url).toBe(`mysql://${user}:${conn.password}@db-${shortId}-rw:3306/${shortId}`);
     expect(conn.external_url).toBe(`mysql://${user}:${conn.password}@${shortId}.${DOMAIN}:${conn.external_port}/${shortId}`);

@@ -65,7 +65,7 @@ describe('provisioning rules', () => {
     [{ name: 'x', instance_type: 'svc.huge' }, 'instance_type'],
     [{ name: 'x', engine: 'mysql', instance_type: 'svc.nano' }, 'instance_type'],
     [{ name: 'x', engine: 'mysql', replicas: 2 }, 'replicas'],
-    [{ name: 'x', replicas: 1 }, 'replicas'],
+    [{ name: 'x', replicas: 6 }, 'replicas'],
     [{ name: 'x', storage_gb: 0 }, 'storage_gb'],
     [{ name: 'x', storage_gb: 2000 }, 'storage_gb'],
     [{ name: 'x', storage_gb: 1.5 }, 'storage_gb'],
@@ -77,6 +77,13 @@ describe('provisioning rules', () => {
     expect(res.status).toBe(400);
     expect(res.body).toMatchObject({ code: 'invalid_request', field });
     expect(res.body.error).toContain(field);
+  });
+
+  it('refuses an unknown field, naming it (a misspelt option is not silently dropped)', async () => {
+    const res = await owner.post(base, { name: 'x', replica: 1 });
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe('invalid_request');
+    expect(res.body.error).toContain('"replica"');
   });
 
   it('has written no database for any of them', async () => {
@@ -125,8 +132,9 @@ describe('a PostgreSQL database', () => {
       database: shortId,
       username: user,
       pooler_host: `db-${shortId}-pooler-rw`,
-      pooler_host_ro: `db-${shortId}-pooler-ro`,
-      read_only_host: `db-${shortId}-ro`,
+      // No replicas: read-only clients are sent where writes go (see databases' README).
+      pooler_host_ro: `db-${shortId}-pooler-rw`,
+      read_only_host: `db-${shortId}-rw`,
     });
     expect(conn.password).toMatch(/^[0-9a-f]{48}$/);
     expect(conn.database_url).toBe(`postgresql://${user}:${conn.password}@db-${shortId}-rw:5432/${shortId}`);

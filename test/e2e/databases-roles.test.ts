@@ -1,6 +1,6 @@
 // The databases endpoints' roles, through the gateway with each member's own API key:
-// any member reads (connection and slow queries included, Viewers too); schema, query
-// and every write need Owner or Admin.
+// any member reads (connection, slow queries and backups included, Viewers too); schema,
+// query and every write (backups, restore, fork, replicas included) need Owner or Admin.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPlatform, type Api, type Platform } from '../support/platform.ts';
 import { startOidcProvider, type OidcProvider } from '../support/oidc.ts';
@@ -54,6 +54,9 @@ describe('reads: any member, Viewers included', () => {
     expect(conn.body.password).toMatch(/^[0-9a-f]{48}$/);
     expect((await api.get(`${one}/slow-queries`)).status).toBe(200);
     expect((await api.get(`${one}/ip-allowlist`)).status).toBe(200);
+    const backups = await api.get(`${one}/backups`);
+    expect(backups.status).toBe(200);
+    expect(backups.body).toEqual({ items: [], next_cursor: null, recovery_window: null });
   });
 });
 
@@ -77,6 +80,12 @@ describe('Owner or Admin only', () => {
       ['delete', api.delete(`${base}/00000000-0000-4000-8000-000000000000`), 404],
       ['allowlist add', api.post(`${one}/ip-allowlist`, { cidr: 'nope' }), 400],
       ['allowlist remove', api.delete(`${one}/ip-allowlist/00000000-0000-4000-8000-000000000000`), 404],
+      ['backup', api.post(`${one}/backups`, { unknown: 1 }), 400],
+      ['restore', api.post(`${one}/backups/restore`, { name: 'Not Valid' }), 400],
+      ['schedule', api.patch(`${one}/backups/schedule`, { retention_count: 0 }), 400],
+      ['backup delete', api.delete(`${one}/backups/19990101-000000`), 404],
+      ['fork', api.post(`${one}/fork`, { name: 'Not Valid' }), 400],
+      ['replicas', api.patch(`${one}/replicas`, { replicas: -1 }), 400],
     ];
     for (const [what, pending, ok] of checks) {
       const res = await pending;

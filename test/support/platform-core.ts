@@ -105,6 +105,9 @@ export async function startPlatformAt(opts: PlatformOptions): Promise<Platform> 
     serviceUrls.secrets = url(sec.httpPort);
     const secretsGrpc = `127.0.0.1:${sec.grpcPort}`;
 
+    // Auth starts last (it is told where the others are), but databases asks it about VPCs
+    // (a fork into another VPC): its gRPC port is chosen up front.
+    const authGrpcPort = await freePort();
     const [cr, dr] = await Promise.allSettled([
       compute.start(
         compute.readConfig(
@@ -117,7 +120,11 @@ export async function startPlatformAt(opts: PlatformOptions): Promise<Platform> 
           }),
         ),
       ),
-      databases.start(databases.readConfig(clean({ ...common('databases'), PIER_DATABASES_HTTP_PORT: '0', ...env.databases }))),
+      databases.start(
+        databases.readConfig(
+          clean({ ...common('databases'), PIER_DATABASES_HTTP_PORT: '0', PIER_AUTH_GRPC_URL: `127.0.0.1:${authGrpcPort}`, ...env.databases }),
+        ),
+      ),
     ]);
     // Both settle before anything is judged, so a failure never leaves the other running unseen.
     for (const r of [cr, dr]) if (r.status === 'fulfilled') started.push(r.value);
@@ -138,7 +145,7 @@ export async function startPlatformAt(opts: PlatformOptions): Promise<Platform> 
           ...common('auth'),
           PIER_IDENTITY_PRIVATE_KEY: keys.privateJwk,
           PIER_AUTH_HTTP_PORT: '0',
-          PIER_AUTH_GRPC_PORT: '0',
+          PIER_AUTH_GRPC_PORT: String(authGrpcPort),
           PIER_BOOTSTRAP_EMAIL: opts.bootstrapEmail,
           PIER_CONFIG_DIR: configDir,
           PIER_PUBLIC_URL: gatewayUrl,

@@ -67,13 +67,15 @@ write_access() {
 # database's access SQL, and the source's database moved under this name.
 restore_datadir() {
   local src=${PIER_RESTORE_SOURCE_DB:?} name=${PIER_RESTORE_NAME:?}
-  find "$datadir" -mindepth 1 -delete
+  # The restoring marker stays: it is what makes a crash start over, and what tells the
+  # health check that the server answering on the socket is not ready yet.
+  find "$datadir" -mindepth 1 ! -name pier-restoring -delete
   { repo_get "${PIER_RESTORE_PATH:?}" "backups/$name/backup.mbstream.zst" | zstd -q -d | mbstream -x -C "$datadir"; } 2>/tmp/restore.log ||
     fail "fetching backup $name failed: $(tail -n 2 /tmp/restore.log | tr '\n' ' ')"
   mariadb-backup --prepare --target-dir="$datadir" >/tmp/restore.log 2>&1 ||
     fail "preparing backup $name failed: $(grep -i error /tmp/restore.log | tail -n 2 | tr '\n' ' ')"
   # The source's own files came with its data directory.
-  rm -f "$datadir"/pier-* "$datadir"/binlog.*
+  find "$datadir" -maxdepth 1 \( -name 'pier-*' -o -name 'binlog.*' \) ! -name pier-restoring -delete
   chown -R mysql:mysql "$datadir"
   write_access
   start_local --init-file="$access"

@@ -22,7 +22,8 @@ rclone_env() {
   RCLONE_FLAGS=(--config /dev/null -q)
   if [[ ${PIER_S3_VERIFY_TLS:-y} == n ]]; then RCLONE_FLAGS+=(--no-check-certificate); fi
   if [[ -n ${PIER_S3_CA_B64:-} ]]; then
-    printf '%s' "$PIER_S3_CA_B64" | base64 -d >/tmp/s3-ca.pem
+    # Renamed into place: a running backup's rclone may be reading it.
+    printf '%s' "$PIER_S3_CA_B64" | base64 -d >/tmp/s3-ca.pem.$$ && mv -f /tmp/s3-ca.pem.$$ /tmp/s3-ca.pem
     RCLONE_FLAGS+=(--ca-cert /tmp/s3-ca.pem)
   fi
 }
@@ -36,7 +37,8 @@ repo_get() { # file -> stdout
   if [[ ${PIER_BACKUP_REPO:-volume} == s3 ]]; then rclone_env; rclone "${RCLONE_FLAGS[@]}" cat "$(repo_url "$1" "$2")"; else cat "$1/$2"; fi
 }
 repo_list() { # the names in a directory, one a line
-  if [[ ${PIER_BACKUP_REPO:-volume} == s3 ]]; then rclone_env; rclone "${RCLONE_FLAGS[@]}" lsf "$(repo_url "$1" "$2")" 2>/dev/null | sed 's#/$##'; else ls -1 "$1/$2" 2>/dev/null || true; fi
+  # A missing directory is empty; an unreachable store is an error (exit status), never empty.
+  if [[ ${PIER_BACKUP_REPO:-volume} == s3 ]]; then rclone_env; rclone "${RCLONE_FLAGS[@]}" lsf "$(repo_url "$1" "$2")" | sed 's#/$##'; elif [[ -d $1/$2 ]]; then ls -1 "$1/$2"; fi
 }
 repo_size() { # bytes of one file
   if [[ ${PIER_BACKUP_REPO:-volume} == s3 ]]; then rclone_env; rclone "${RCLONE_FLAGS[@]}" size --json "$(repo_url "$1" "$2")" | jq .bytes; else stat -c %s "$1/$2"; fi

@@ -12,8 +12,9 @@
 #     PIER_BACKUP_*, PIER_S3_*  where its WAL archive and backups go (pier-pg-lib.sh)
 #     PIER_RESTORE_SOURCE_DB    set on a database made from a backup (restore, fork): the
 #                               source's short id; with PIER_RESTORE_PATH (its repository),
-#                               PIER_RESTORE_TYPE (`time` with PIER_RESTORE_TARGET, or
-#                               `immediate` with PIER_RESTORE_SET, a backup label)
+#                               PIER_RESTORE_TYPE (`time` with PIER_RESTORE_TARGET and
+#                               optionally PIER_RESTORE_SET, or `immediate` with
+#                               PIER_RESTORE_SET, a backup label)
 #   replica   a streaming read replica of PIER_PRIMARY_HOST, cloned with pg_basebackup
 #             as pier_replicator (PIER_REPLICATION_PASSWORD) into slot PIER_REPLICA_SLOT.
 #   pgbouncer the pooler, in its own container. Env: PIER_POOLER_TARGET (host of the
@@ -101,7 +102,11 @@ start_local() {
   # database's own archive.
   pg_ctl -D "$PGDATA" -w -t 3600 -l "$data/pier/startup.log" \
     -o "-c listen_addresses='' -c archive_mode=on -c archive_command='pgbackrest --config=$CONF --stanza=db archive-push %p'" start >/dev/null ||
-    fail "the restored server did not start: $(tail -n 3 "$data/pier/startup.log" | tr '\n' ' ')"
+    fail "the restored server did not start: $(server_errors)"
+}
+# The lines of the temporary server's log that say why it stopped (FATAL or PANIC), else its tail.
+server_errors() {
+  { grep -E 'FATAL|PANIC' "$data/pier/startup.log" || tail -n 3 "$data/pier/startup.log"; } | tail -n 2 | tr '\n' ' '
 }
 stop_local() { pg_ctl -D "$PGDATA" -w -t 600 -m fast stop >/dev/null; }
 sql() { psql -X -q -v ON_ERROR_STOP=1 -h /var/run/postgresql -d postgres -tA "$@"; }
@@ -113,7 +118,9 @@ restore_cluster() {
   : "${PIER_DB_NAME:?}" "${PIER_APP_USER:?}" "${PIER_APP_PASSWORD:?}" "${PIER_CONSOLE_PASSWORD:?}"
   local src=$PIER_RESTORE_SOURCE_DB target q="'"
   if [[ ${PIER_RESTORE_TYPE:?} == time ]]; then
-    target=(--type=time "--target=${PIER_RESTORE_TARGET:?}")
+    # A named backup (PIER_RESTORE_SET) is the base; without one pgBackRest takes the newest
+    # backup that ended before the target.
+    target=(--type=time "--target=${PIER_RESTORE_TARGET:?}" ${PIER_RESTORE_SET:+"--set=$PIER_RESTORE_SET"})
   else
     target=(--type=immediate "--set=${PIER_RESTORE_SET:?}")
   fi
@@ -125,7 +132,7 @@ restore_cluster() {
   start_local
   for _ in $(seq 1 36000); do
     [[ $(sql -c 'SELECT pg_is_in_recovery()' 2>/dev/null) == f ]] && break
-    pg_ctl -D "$PGDATA" status >/dev/null || fail "recovery stopped: $(grep -E 'FATAL|PANIC' "$data/pier/startup.log" | tail -n 2 | tr '\n' ' ')"
+    pg_ctl -D "$PGDATA" status >/dev/null || fail "recovery stopped: $(server_errors)"
     sleep 0.1
   done
   sql <<SQL

@@ -21,8 +21,10 @@ pg_stat_statements.max = 5000
 password_encryption = scram-sha-256
 CONF
 # In template1, so every database created from it has the slow-query view; members of
-# pg_read_all_stats (the control plane's pier_console) may reset it.
+# pg_read_all_stats (the control plane's pier_console) may reset it, and may switch WAL
+# segments (sealing the archive before a point-in-time restore).
 postgres --single -D "$template/pgdata" -c fsync=off template1 >/dev/null <<'SQL'
 CREATE EXTENSION pg_stat_statements
 GRANT EXECUTE ON FUNCTION pg_stat_statements_reset(oid, oid, bigint) TO pg_read_all_stats
+GRANT EXECUTE ON FUNCTION pg_switch_wal() TO pg_read_all_stats
 SQL

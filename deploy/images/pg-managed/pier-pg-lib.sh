@@ -19,9 +19,12 @@ psql_local() { as_postgres psql -X -q -v ON_ERROR_STOP=1 -h /var/run/postgresql 
 pgbackrest_cmd() { as_postgres pgbackrest --config="$CONF" --stanza=db "$@"; }
 
 # write_pgbackrest_conf FILE REPO_PATH
+# Written whole and renamed into place: pgBackRest processes of a running backup (its local
+# workers re-read the file) may start while `pier-backup list` writes it again.
 write_pgbackrest_conf() {
-  local file=$1 path=$2
+  local file=$1 path=$2 tmp
   mkdir -p /etc/pgbackrest /tmp/pgbackrest
+  tmp=$(mktemp "$file.XXXXXX")
   {
     echo '[global]'
     if [[ ${PIER_BACKUP_REPO:-volume} == s3 ]]; then
@@ -35,7 +38,7 @@ write_pgbackrest_conf() {
       echo 'repo1-s3-uri-style=path'
       echo "repo1-storage-verify-tls=${PIER_S3_VERIFY_TLS:-y}"
       if [[ -n ${PIER_S3_CA_B64:-} ]]; then
-        printf '%s' "$PIER_S3_CA_B64" | base64 -d >/etc/pgbackrest/s3-ca.pem
+        printf '%s' "$PIER_S3_CA_B64" | base64 -d >/etc/pgbackrest/s3-ca.pem.$$ && mv -f /etc/pgbackrest/s3-ca.pem.$$ /etc/pgbackrest/s3-ca.pem
         echo 'repo1-storage-ca-file=/etc/pgbackrest/s3-ca.pem'
       fi
     fi
@@ -54,9 +57,11 @@ write_pgbackrest_conf() {
     echo '[db]'
     echo "pg1-path=$PGDATA"
     echo 'pg1-socket-path=/var/run/postgresql'
-  } >"$file"
+  } >"$tmp"
+  chown postgres:postgres "$tmp"
+  chmod 600 "$tmp"
+  mv -f "$tmp" "$file"
   chown -R postgres:postgres /etc/pgbackrest /tmp/pgbackrest
-  chmod 600 "$file"
 }
 
 backup_conf() { write_pgbackrest_conf "$CONF" "${PIER_BACKUP_PATH:-/var/lib/pgbackrest}"; }

@@ -16,6 +16,11 @@ export interface RouteInput<P, Q, B> {
   query: Q;
   body: B;
   identity: Identity;
+  /**
+   * The identity token exactly as received, for a call to another Pier service made on the
+   * caller's behalf (it proves who asks and for which workspace). Never logged.
+   */
+  identityToken: string;
   requestId: string;
   log: Logger;
 }
@@ -157,7 +162,8 @@ export function createServiceApp(opts: ServiceAppOptions): Express {
   for (const route of opts.routes) {
     app[route.method](expressPath(route.path), async (req: Request, res: Response, next: NextFunction) => {
       try {
-        const identity = await opts.verifier.verify(req.header(IDENTITY_HEADER));
+        const identityToken = req.header(IDENTITY_HEADER) ?? '';
+        const identity = await opts.verifier.verify(identityToken);
         const rawParams = req.params as Record<string, string>;
         checkScope(identity, rawParams, route.access);
         const params = route.params ? parseWith(route.params, rawParams, 'path') : rawParams;
@@ -173,7 +179,7 @@ export function createServiceApp(opts: ServiceAppOptions): Express {
           refuseNul(body, 'body');
         }
         const log = res.locals.log as Logger;
-        const result = await route.handler({ params, query, body, identity, requestId: res.locals.requestId, log });
+        const result = await route.handler({ params, query, body, identity, identityToken, requestId: res.locals.requestId, log });
         if (result.headers) res.set(result.headers);
         if (result.body === undefined) res.status(result.status).end();
         else res.status(result.status).json(result.body);

@@ -16,3 +16,4 @@ export * from './cluster-names.ts';
 export * from './instance-types.ts';
 export * from './vpc-usage.ts';
 export * from './periodic.ts';
+export * from './cron-schedule.ts';

@@ -1503,6 +1503,14 @@ export interface paths {
                                 /** @enum {string} */
                                 status: "creating" | "running" | "error" | "deleting" | "deleted";
                                 status_reason: string | null;
+                                /** @description what a database made from a backup (restore, fork) was made from */
+                                source: {
+                                    /** @enum {string} */
+                                    kind: "restore" | "fork";
+                                    database_id: string;
+                                    backup_name: string;
+                                    target_time: string | null;
+                                } | null;
                                 created_at: string;
                                 updated_at: string;
                             }[];
@@ -1610,6 +1618,14 @@ export interface paths {
                             /** @enum {string} */
                             status: "creating" | "running" | "error" | "deleting" | "deleted";
                             status_reason: string | null;
+                            /** @description what a database made from a backup (restore, fork) was made from */
+                            source: {
+                                /** @enum {string} */
+                                kind: "restore" | "fork";
+                                database_id: string;
+                                backup_name: string;
+                                target_time: string | null;
+                            } | null;
                             created_at: string;
                             updated_at: string;
                         };
@@ -1722,6 +1738,14 @@ export interface paths {
                             /** @enum {string} */
                             status: "creating" | "running" | "error" | "deleting" | "deleted";
                             status_reason: string | null;
+                            /** @description what a database made from a backup (restore, fork) was made from */
+                            source: {
+                                /** @enum {string} */
+                                kind: "restore" | "fork";
+                                database_id: string;
+                                backup_name: string;
+                                target_time: string | null;
+                            } | null;
                             created_at: string;
                             updated_at: string;
                         };
@@ -1814,6 +1838,14 @@ export interface paths {
                             /** @enum {string} */
                             status: "creating" | "running" | "error" | "deleting" | "deleted";
                             status_reason: string | null;
+                            /** @description what a database made from a backup (restore, fork) was made from */
+                            source: {
+                                /** @enum {string} */
+                                kind: "restore" | "fork";
+                                database_id: string;
+                                backup_name: string;
+                                target_time: string | null;
+                            } | null;
                             created_at: string;
                             updated_at: string;
                         };
@@ -1916,6 +1948,14 @@ export interface paths {
                             /** @enum {string} */
                             status: "creating" | "running" | "error" | "deleting" | "deleted";
                             status_reason: string | null;
+                            /** @description what a database made from a backup (restore, fork) was made from */
+                            source: {
+                                /** @enum {string} */
+                                kind: "restore" | "fork";
+                                database_id: string;
+                                backup_name: string;
+                                target_time: string | null;
+                            } | null;
                             created_at: string;
                             updated_at: string;
                         };
@@ -1959,6 +1999,532 @@ export interface paths {
                 };
                 /** @description name taken or database busy */
                 409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description cluster unreachable; nothing was changed */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/databases/{databaseID}/backups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List backups (resynced from the backup repository), newest first, with postgresql's recovery window */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    cursor?: string;
+                };
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    vpcID: string;
+                    databaseID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description backups */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            items: {
+                                name: string;
+                                database_id: string;
+                                /** @enum {string} */
+                                status: "running" | "completed" | "failed";
+                                /** @enum {string} */
+                                method: "manual" | "scheduled" | "triggered";
+                                /** @description bytes stored in the backup repository (compressed) */
+                                size_bytes: number | null;
+                                started_at: string;
+                                completed_at: string | null;
+                                error: string | null;
+                            }[];
+                            next_cursor: string | null;
+                            /** @description postgresql: the span target_time may take; null for mysql or while nothing is recoverable */
+                            recovery_window: {
+                                earliest: string;
+                                latest: string;
+                            } | null;
+                        };
+                    };
+                };
+                /** @description invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description database not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description cluster unreachable; nothing was changed */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Take a backup now (asynchronous: status running) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    vpcID: string;
+                    databaseID: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            responses: {
+                /** @description accepted; the backup runs */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            name: string;
+                            database_id: string;
+                            /** @enum {string} */
+                            status: "running" | "completed" | "failed";
+                            /** @enum {string} */
+                            method: "manual" | "scheduled" | "triggered";
+                            /** @description bytes stored in the backup repository (compressed) */
+                            size_bytes: number | null;
+                            started_at: string;
+                            completed_at: string | null;
+                            error: string | null;
+                        };
+                    };
+                };
+                /** @description invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description database not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description a backup is pending or running, a name is taken, or a backup is needed */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description cluster unreachable; nothing was changed */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/databases/{databaseID}/backups/{backupName}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete a backup */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    vpcID: string;
+                    databaseID: string;
+                    backupName: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description deleted */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description database not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description a backup is pending or running, a name is taken, or a backup is needed */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description cluster unreachable; nothing was changed */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/databases/{databaseID}/backups/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Restore a backup (postgresql: or a point in time) into a new database */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    vpcID: string;
+                    databaseID: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        name: string;
+                        backup_name?: string;
+                        /** @description postgresql: recover to this instant (ISO 8601 with a zone) */
+                        target_time?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description accepted; the new database is creating */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            short_id: string;
+                            workspace_id: string;
+                            vpc_id: string;
+                            name: string;
+                            /** @enum {string} */
+                            engine: "postgresql" | "mysql";
+                            /** @enum {string} */
+                            instance_type: "svc.nano" | "svc.micro" | "svc.small" | "svc.medium" | "svc.large" | "svc.xlarge";
+                            storage_gb: number;
+                            postgres_version: string | null;
+                            mysql_version: string | null;
+                            replicas: number;
+                            external_access_enabled: boolean;
+                            /** @enum {string} */
+                            status: "creating" | "running" | "error" | "deleting" | "deleted";
+                            status_reason: string | null;
+                            /** @description what a database made from a backup (restore, fork) was made from */
+                            source: {
+                                /** @enum {string} */
+                                kind: "restore" | "fork";
+                                database_id: string;
+                                backup_name: string;
+                                target_time: string | null;
+                            } | null;
+                            created_at: string;
+                            updated_at: string;
+                        };
+                    };
+                };
+                /** @description invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description database not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description a backup is pending or running, a name is taken, or a backup is needed */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description cluster unreachable; nothing was changed */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/databases/{databaseID}/backups/schedule": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Configure the backup schedule (all fields optional; the answer is the whole schedule) */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    vpcID: string;
+                    databaseID: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description 5-field cron, UTC */
+                        schedule?: string;
+                        /** @description completed scheduled backups kept, 1-100 */
+                        retention_count?: number;
+                        enabled?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description the schedule */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            schedule: string;
+                            retention_count: number;
+                            enabled: boolean;
+                            next_run_at: string | null;
+                        };
+                    };
+                };
+                /** @description invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description database not found */
+                404: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2085,6 +2651,136 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/databases/{databaseID}/fork": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Fork into a new database from the latest backup, in this VPC or another of the workspace */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    vpcID: string;
+                    databaseID: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        name: string;
+                        /** @description a VPC of the same workspace (default: the source's) */
+                        target_vpc_id?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description accepted; the fork is creating */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            short_id: string;
+                            workspace_id: string;
+                            vpc_id: string;
+                            name: string;
+                            /** @enum {string} */
+                            engine: "postgresql" | "mysql";
+                            /** @enum {string} */
+                            instance_type: "svc.nano" | "svc.micro" | "svc.small" | "svc.medium" | "svc.large" | "svc.xlarge";
+                            storage_gb: number;
+                            postgres_version: string | null;
+                            mysql_version: string | null;
+                            replicas: number;
+                            external_access_enabled: boolean;
+                            /** @enum {string} */
+                            status: "creating" | "running" | "error" | "deleting" | "deleted";
+                            status_reason: string | null;
+                            /** @description what a database made from a backup (restore, fork) was made from */
+                            source: {
+                                /** @enum {string} */
+                                kind: "restore" | "fork";
+                                database_id: string;
+                                backup_name: string;
+                                target_time: string | null;
+                            } | null;
+                            created_at: string;
+                            updated_at: string;
+                        };
+                    };
+                };
+                /** @description invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description database not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description a backup is pending or running, a name is taken, or a backup is needed */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description cluster unreachable; nothing was changed */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;
@@ -2467,6 +3163,134 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/databases/{databaseID}/replicas": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Change the read replica count (postgresql: 0 to the maximum; mysql: instances, odd) */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    vpcID: string;
+                    databaseID: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        replicas: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description accepted; replicas starting or stopping */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            short_id: string;
+                            workspace_id: string;
+                            vpc_id: string;
+                            name: string;
+                            /** @enum {string} */
+                            engine: "postgresql" | "mysql";
+                            /** @enum {string} */
+                            instance_type: "svc.nano" | "svc.micro" | "svc.small" | "svc.medium" | "svc.large" | "svc.xlarge";
+                            storage_gb: number;
+                            postgres_version: string | null;
+                            mysql_version: string | null;
+                            replicas: number;
+                            external_access_enabled: boolean;
+                            /** @enum {string} */
+                            status: "creating" | "running" | "error" | "deleting" | "deleted";
+                            status_reason: string | null;
+                            /** @description what a database made from a backup (restore, fork) was made from */
+                            source: {
+                                /** @enum {string} */
+                                kind: "restore" | "fork";
+                                database_id: string;
+                                backup_name: string;
+                                target_time: string | null;
+                            } | null;
+                            created_at: string;
+                            updated_at: string;
+                        };
+                    };
+                };
+                /** @description invalid request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description database not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description database busy */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description cluster unreachable; nothing was changed */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
         trace?: never;
     };
     "/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/databases/{databaseID}/schema": {

@@ -9,6 +9,9 @@ export function testLabels(): Record<string, string> {
   return { 'pier.test': 'true', ...(run ? { 'pier.test.run': run } : {}) };
 }
 
+/** The databases' backup repository volume of this test run (labelled with the run, so removed with it). */
+export const TEST_BACKUP_VOLUME = `pier-test-backups-${process.env.PIER_TEST_RUN ?? 'local'}`;
+
 /** Every container Pier made in this VPC (they carry `pier.managed=true`), of one service or all. */
 export function vpcContainers(vpcId: string, service?: string): Promise<Docker.ContainerInfo[]> {
   const label = ['pier.managed=true', `pier.vpc=${vpcId}`, ...(service ? [`pier.service=${service}`] : [])];

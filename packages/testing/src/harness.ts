@@ -184,14 +184,30 @@ export async function until<T>(read: () => Promise<T>, done: (v: T) => boolean =
   return last;
 }
 
-/** A loopback port nothing listens on (bound, then released): a dependency that is down. */
+/**
+ * Where freePort picks: below Linux's ephemeral range (32768-60999), which the kernel hands
+ * out to outgoing connections and to listen(0). A port picked there could be taken by one
+ * of those (another test's) before the service it was picked for binds it; below it, only
+ * another pick can.
+ */
+const PICKED = { min: 20_000, max: 32_768 } as const;
+
+/**
+ * A loopback port nothing listens on (bound, then released): a dependency that is down, or
+ * a port chosen up front for a service other services must be told of before it starts.
+ */
 export async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((resolve, reject) => {
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => resolve());
-  });
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
+  for (let attempt = 0; ; attempt++) {
+    const port = PICKED.min + Math.floor(Math.random() * (PICKED.max - PICKED.min));
+    const srv = net.createServer();
+    const bound = await new Promise<boolean>((resolve) => {
+      srv.once('error', () => resolve(false));
+      srv.listen(port, '127.0.0.1', () => resolve(true));
+    });
+    if (bound) {
+      await new Promise<void>((r) => srv.close(() => r()));
+      return port;
+    }
+    if (attempt > 100) throw new Error('no free port found below the ephemeral range');
+  }
 }

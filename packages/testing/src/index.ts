@@ -7,3 +7,4 @@ export * from './docker.ts';
 export * from './fake-kubernetes.ts';
 export * from './socket-link.ts';
 export * from './process.ts';
+export * from './sql-clients.ts';

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv, type ValidateFunction } from 'ajv';
 import yaml from 'js-yaml';
-import { Namespace, PersistentVolumeClaim, Pod, Secret, Service } from 'kubernetes-models/v1';
+import { Namespace, PersistentVolumeClaim, Pod, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { CronJob, Job } from 'kubernetes-models/batch/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
@@ -191,6 +191,7 @@ export const KINDS: KindInfo[] = [
   core('v1', 'Service', 'services', true, Service, 'label1035'),
   core('v1', 'PersistentVolumeClaim', 'persistentvolumeclaims', true, PersistentVolumeClaim, 'subdomain'),
   core('v1', 'Secret', 'secrets', true, Secret, 'subdomain', checkSecret),
+  core('v1', 'ServiceAccount', 'serviceaccounts', true, ServiceAccount, 'subdomain'),
   core('apps/v1', 'Deployment', 'deployments', true, Deployment, 'subdomain', checkDeployment),
   core('batch/v1', 'Job', 'jobs', true, Job, 'job'),
   core('batch/v1', 'CronJob', 'cronjobs', true, CronJob, 'cronJob'),
@@ -198,7 +199,9 @@ export const KINDS: KindInfo[] = [
   core('networking.k8s.io/v1', 'NetworkPolicy', 'networkpolicies', true, NetworkPolicy, 'subdomain'),
   custom('postgresql.cnpg.io/v1', 'Cluster', 'clusters', 'cloudnative-pg/postgresql.cnpg.io_clusters.yaml'),
   custom('postgresql.cnpg.io/v1', 'Pooler', 'poolers', 'cloudnative-pg/postgresql.cnpg.io_poolers.yaml'),
+  custom('postgresql.cnpg.io/v1', 'Backup', 'backups', 'cloudnative-pg/postgresql.cnpg.io_backups.yaml'),
   custom('moco.cybozu.com/v1beta2', 'MySQLCluster', 'mysqlclusters', 'moco/moco.cybozu.com_mysqlclusters.yaml'),
+  custom('moco.cybozu.com/v1beta2', 'BackupPolicy', 'backuppolicies', 'moco/moco.cybozu.com_backuppolicies.yaml'),
 ];
 
 /** Throws unless `body` is an object of a known kind that the API server would accept. */

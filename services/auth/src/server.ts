@@ -6,6 +6,7 @@ import { bootstrap, type BootstrapResult } from './bootstrap/bootstrap.ts';
 import { HttpVpcUsage, type UsageTarget } from './clients/vpc-usage.ts';
 import type { AuthConfig } from './config.ts';
 import { Authenticator } from './domain/authenticate.ts';
+import { VpcLookup } from './domain/vpcs.ts';
 import { authGrpcService } from './grpc/auth-service.ts';
 import { CredentialStore } from './store/credentials.ts';
 import { LastUsedRecorder } from './store/last-used.ts';
@@ -35,7 +36,7 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
     schema: SCHEMA,
     migrations,
     logDestination: options.logDestination,
-    async wire({ db, logger }) {
+    async wire({ db, logger, verifier }) {
       const privateKey = await importIdentityKey(config.PIER_IDENTITY_PRIVATE_KEY);
       const store = new Store(db);
       const boot = config.PIER_BOOTSTRAP
@@ -70,7 +71,7 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
       const usage = new HttpVpcUsage(targets, () => minter.service('auth'));
       return {
         routes: authRestRoutes({ db, usage, lastUsed }),
-        grpc: { port: config.PIER_AUTH_GRPC_PORT, services: [authGrpcService(authenticator, logger)] },
+        grpc: { port: config.PIER_AUTH_GRPC_PORT, services: [authGrpcService(authenticator, new VpcLookup(store.vpcs, verifier), logger)] },
         background: [lastUsed],
         extra: { bootstrap: boot },
         describe: { oidc: oidc !== undefined },

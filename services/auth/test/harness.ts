@@ -13,6 +13,8 @@ export interface AuthHarness extends ServiceUnderTest<RunningAuth> {
   as(who: Partial<Identity> & { subject: string }): Promise<RequestAs>;
   /** The gRPC Authenticate call, as the gateway makes it. */
   authenticate(token: string, workspaceId?: string, vpcId?: string): Promise<AuthenticateResponse>;
+  /** The gRPC FindVpc call, as a resource service makes it on a caller's behalf. */
+  findVpc(identityToken: string, vpcId: string): Promise<{ found: boolean }>;
 }
 
 type Method = 'get' | 'post' | 'patch' | 'delete' | 'put';
@@ -51,6 +53,9 @@ export async function startAuth(extraEnv: Record<string, string> = {}): Promise<
     },
     authenticate(token: string, workspaceId = '', vpcId = '') {
       return call<object, AuthenticateResponse>(client, 'Authenticate', { token, workspace_id: workspaceId, vpc_id: vpcId });
+    },
+    findVpc(identityToken: string, vpcId: string) {
+      return call<object, { found: boolean }>(client, 'FindVpc', { identity_token: identityToken, vpc_id: vpcId });
     },
     async stop() {
       client.close();

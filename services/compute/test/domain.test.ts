@@ -4,7 +4,6 @@ import { describe, it, expect } from 'vitest';
 import { InputError, INSTANCE_TYPES } from '@pier/kit';
 import { configFromCreate, configFromPatch, createServiceBody, workloadChanged } from '../src/domain/service-config.ts';
 import { isBareTag, repositoryOf, resolveImage } from '../src/domain/image-reference.ts';
-import { cronScheduleProblem, lastFireTime } from '../src/domain/cron-schedule.ts';
 import { liveStatus, PROGRESS_DEADLINE_MS, type DeploymentState, type Observation } from '../src/domain/status.ts';
 import { judge, MIN_READY_MS, type ReplicaUnit } from '../src/cluster/replicas.ts';
 import { entriesFromPut, putEnvBody } from '../src/domain/env-vars.ts';
@@ -88,18 +87,6 @@ describe('image references', () => {
     expect(resolveImage('other/app:3', 'registry.example/team/app:v1')).toBe('other/app:3');
     expect(fieldOf(() => resolveImage('v2', null))).toBe('image_tag');
     expect(fieldOf(() => resolveImage('Not A Ref', 'a/b:1'))).toBe('image_tag');
-  });
-});
-
-describe('cron schedules', () => {
-  it('takes five fields or a macro, as Kubernetes does', () => {
-    expect(cronScheduleProblem('*/5 * * * *')).toBeUndefined();
-    expect(cronScheduleProblem('@hourly')).toBeUndefined();
-    expect(cronScheduleProblem('*/5 * * * * *')).toMatch(/5 fields/);
-    expect(cronScheduleProblem('61 * * * *')).toBeDefined();
-    expect(cronScheduleProblem('@minutely')).toMatch(/unknown macro/);
-    expect(lastFireTime('*/5 * * * *', new Date('2026-01-01T10:07:30Z')).toISOString()).toBe('2026-01-01T10:05:00.000Z');
-    expect(lastFireTime('*/5 * * * *', new Date('2026-01-01T10:05:00Z')).toISOString()).toBe('2026-01-01T10:05:00.000Z');
   });
 });
 

@@ -2,8 +2,9 @@ import { vpcUsageRoute, type Route } from '@pier/kit';
 import type { DatabasesContext } from './domain/context.ts';
 import { countDatabases } from './domain/live-status.ts';
 import { databaseRoutes } from './http/routes.ts';
+import { backupRoutes } from './http/backup-routes.ts';
 
 /** Every route the databases service serves, built from its dependencies. */
 export function databasesRoutes(ctx: DatabasesContext): Route[] {
-  return [...databaseRoutes(ctx), vpcUsageRoute((vpcId) => countDatabases(ctx, vpcId))];
+  return [...databaseRoutes(ctx), ...backupRoutes(ctx), vpcUsageRoute((vpcId) => countDatabases(ctx, vpcId))];
 }

@@ -57,8 +57,55 @@ export const databasesEnv = serviceEnv.extend({
    * reconciler leaves it alone (at start-up it takes everything: nothing is in flight).
    */
   PIER_DATABASES_PENDING_GRACE_MS: z.coerce.number().int().min(0).default(120_000),
+  /** auth's gRPC address (host:port): a fork into another VPC asks it whether that VPC is the caller's workspace's. */
+  PIER_AUTH_GRPC_URL: z.string().min(1).optional(),
+  /**
+   * docker: the named volume holding the backup repository, each database under a path of
+   * its own; unused when an S3 store is configured.
+   */
+  PIER_DATABASES_BACKUP_VOLUME: z
+    .string()
+    .regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]+$/, 'PIER_DATABASES_BACKUP_VOLUME must be a Docker volume name')
+    .default('pier-database-backups'),
+  /**
+   * An S3-compatible object store for the backup repository, instead of the volume:
+   * https endpoint (pgBackRest 2.45 speaks TLS only), bucket (created by the operator),
+   * region, keys, and optionally a CA file to trust (a private CA).
+   */
+  PIER_DATABASES_BACKUP_S3_ENDPOINT: z
+    .string()
+    .regex(/^https:\/\/[^/:]+(:\d+)?\/?$/, 'PIER_DATABASES_BACKUP_S3_ENDPOINT must be https://host[:port]')
+    .optional(),
+  PIER_DATABASES_BACKUP_S3_BUCKET: z.string().min(3).optional(),
+  PIER_DATABASES_BACKUP_S3_REGION: z.string().min(1).default('us-east-1'),
+  PIER_DATABASES_BACKUP_S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  PIER_DATABASES_BACKUP_S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  PIER_DATABASES_BACKUP_S3_CA_FILE: z.string().min(1).optional(),
+  /** Every database's repository is `<prefix>/<database id>` in the bucket. */
+  PIER_DATABASES_BACKUP_S3_PREFIX: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9_.-]*$/, 'PIER_DATABASES_BACKUP_S3_PREFIX must be one path segment')
+    .default('pier-databases'),
+  /** A deleted database's backups and archive are kept this long (default 7 days), then purged. */
+  PIER_DATABASES_DELETED_BACKUP_RETENTION_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(7 * 24 * 3600),
+  /** How often due backup schedules, running backups, retention and purges are looked at. */
+  PIER_DATABASES_BACKUP_SCHEDULER_INTERVAL_MS: z.coerce.number().int().min(100).default(30_000),
+});
+
+const S3_REQUIRED = ['PIER_DATABASES_BACKUP_S3_BUCKET', 'PIER_DATABASES_BACKUP_S3_ACCESS_KEY_ID', 'PIER_DATABASES_BACKUP_S3_SECRET_ACCESS_KEY'] as const;
+
+/** An S3 store is all or nothing: an endpoint without its bucket or keys is a configuration error, named. */
+const checkedEnv = databasesEnv.superRefine((env, ctx) => {
+  if (!env.PIER_DATABASES_BACKUP_S3_ENDPOINT) return;
+  for (const key of S3_REQUIRED) {
+    if (!env[key]) ctx.addIssue({ code: 'custom', path: [key], message: `${key} is required with PIER_DATABASES_BACKUP_S3_ENDPOINT` });
+  }
 });
 
 export type DatabasesConfig = z.infer<typeof databasesEnv>;
 
-export const readConfig = (env: NodeJS.ProcessEnv = process.env): DatabasesConfig => loadConfig(databasesEnv, env);
+export const readConfig = (env: NodeJS.ProcessEnv = process.env): DatabasesConfig => loadConfig(checkedEnv, env);

@@ -8,6 +8,8 @@ import { MysqlSql } from './sql/mysql.ts';
 import type { DatabaseCluster } from './domain/cluster-port.ts';
 import type { DatabasesContext } from './domain/context.ts';
 import { Reconciler } from './domain/reconciler.ts';
+import { BackupScheduler } from './domain/backup-scheduler.ts';
+import { GrpcVpcDirectory, UnconfiguredVpcDirectory } from './clients/auth-vpcs.ts';
 import { databasesRoutes } from './app.ts';
 
 export interface StartOptions {
@@ -36,10 +38,17 @@ export function start(config: DatabasesConfig, options: StartOptions = {}): Prom
       onStop('cluster adapter', () => cluster.close());
       const postgresSql = new PostgresSql();
       onStop('console sessions', () => postgresSql.close());
+      let vpcs: GrpcVpcDirectory | UnconfiguredVpcDirectory = new UnconfiguredVpcDirectory();
+      if (config.PIER_AUTH_GRPC_URL) {
+        const client = new GrpcVpcDirectory(config.PIER_AUTH_GRPC_URL);
+        onStop('auth client', () => client.close());
+        vpcs = client;
+      }
       const ctx: DatabasesContext = {
         store,
         cluster,
         sql: { postgresql: postgresSql, mysql: new MysqlSql() },
+        vpcs,
         domains: { postgresql: config.PIER_POSTGRES_EXTERNAL_DOMAIN, mysql: config.PIER_MYSQL_EXTERNAL_DOMAIN },
         console: { timeoutMs: config.PIER_DATABASES_QUERY_TIMEOUT_MS, rowCap: config.PIER_DATABASES_QUERY_ROW_CAP },
         log: logger,
@@ -49,11 +58,15 @@ export function start(config: DatabasesConfig, options: StartOptions = {}): Prom
         deadlines: {
           provisionMs: config.PIER_DATABASES_PROVISION_TIMEOUT_SECONDS * 1000,
           pendingGraceMs: config.PIER_DATABASES_PENDING_GRACE_MS,
+          deletedBackupsMs: config.PIER_DATABASES_DELETED_BACKUP_RETENTION_SECONDS * 1000,
         },
       };
       return {
         routes: databasesRoutes(ctx),
-        background: [new Reconciler(ctx, config.PIER_DATABASES_RECONCILE_INTERVAL_MS)],
+        background: [
+          new Reconciler(ctx, config.PIER_DATABASES_RECONCILE_INTERVAL_MS),
+          new BackupScheduler(ctx, config.PIER_DATABASES_BACKUP_SCHEDULER_INTERVAL_MS),
+        ],
         describe: { cluster: cluster.capabilities.adapter, installation },
       };
     },

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import Docker from 'dockerode';
 import pg from 'pg';
 import { DockerCluster } from '../src/cluster/docker.ts';
-import { startDatabases, until, type Databases } from './support.ts';
+import { startDatabases, until, BACKUP_REPOSITORY, type Databases } from './support.ts';
 
 const harnesses: Databases[] = [];
 afterAll(async () => {
@@ -29,6 +29,7 @@ describe('an unreachable docker engine', () => {
       postgresImage: 'pier/pg-managed:15',
       mysqlImage: 'pier/mariadb:10.11',
       publishAddress: '127.0.0.1',
+      repository: BACKUP_REPOSITORY,
     });
     const h = await startDatabases({}, { cluster: () => cluster });
     harnesses.push(h);
@@ -81,6 +82,7 @@ describe('a database stopped outside Pier', () => {
       postgresImage: 'pier/pg-managed:15',
       mysqlImage: 'pier/mariadb:10.11',
       publishAddress: '127.0.0.1',
+      repository: BACKUP_REPOSITORY,
     });
     // Without the installation's label the adapter lists nothing to sweep, and the
     // reconciler's passes are far apart: the only Engine API calls counted are the list's.

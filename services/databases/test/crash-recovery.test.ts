@@ -65,12 +65,17 @@ describe('a crash', () => {
     expect(res.status).toBe(202);
     id = res.body.id;
     await until(status, (d) => d.status === 'running', 60_000);
+    // No scheduled backup while the backup crashes below count them.
+    expect((await p.call('PATCH', `${one()}/backups/schedule`, { enabled: false })).status).toBe(200);
   }, 120_000);
 
   it('between the cluster call and the commit of an external-access toggle: finished', async () => {
     await crashAt('databases.update.applied', () => p.call('PATCH', one(), { external_access_enabled: true, storage_gb: 20 }));
     const [left] = await p.sql('select external_access_enabled, pending_change from databases.databases where id = $1', [id]);
-    expect(left).toEqual({ external_access_enabled: false, pending_change: { instanceType: 'svc.nano', storageGb: 20, externalAccessEnabled: true } });
+    expect(left).toEqual({
+      external_access_enabled: false,
+      pending_change: { instanceType: 'svc.nano', storageGb: 20, externalAccessEnabled: true, replicas: 0 },
+    });
 
     await p.spawn();
     await until(
@@ -112,6 +117,47 @@ describe('a crash', () => {
     const removed = (await events(id)).filter((e) => e.kind === 'database.allowlist_rule_removed');
     expect(removed.map((e) => e.data)).toEqual([{ rule_id: added.body.id, cidr: '203.0.113.0/24' }]);
   }, 120_000);
+
+  it('between starting a backup and recording it: finished, the one backup of that name', async () => {
+    await crashAt('databases.backup.started', () => p.call('POST', `${one()}/backups`));
+    const [left] = await p.sql('select name, started from databases.backups where database_id = $1', [id]);
+    expect(left.started).toBe(false);
+
+    await p.spawn();
+    const items = await until(
+      () => p.call('GET', `${one()}/backups`).then((r) => r.body.items),
+      (l) => l?.length === 1 && l[0].status === 'completed',
+      90_000,
+    );
+    expect(items[0]).toMatchObject({ name: left.name, method: 'manual' });
+    const started = (await events(id)).filter((e) => e.kind === 'database.backup_started');
+    expect(started.map((e) => e.data.backup_name)).toEqual([left.name]);
+  }, 120_000);
+
+  it('between removing a backup from the repository and deleting its record: finished', async () => {
+    const [first] = (await p.call('GET', `${one()}/backups`)).body.items;
+    // A newer one first: PostgreSQL's newest completed backup is not deleted.
+    const newer = await p.call('POST', `${one()}/backups`);
+    expect(newer.status).toBe(202);
+    await until(
+      () => p.call('GET', `${one()}/backups`).then((r) => r.body.items),
+      (l) => l.length === 2 && l.every((b: { status: string }) => b.status === 'completed'),
+      90_000,
+    );
+
+    await crashAt('databases.backup.deleted', () => p.call('DELETE', `${one()}/backups/${first.name}`));
+    const [left] = await p.sql('select deleting_since from databases.backups where name = $1', [first.name]);
+    expect(left.deleting_since).not.toBeNull();
+
+    await p.spawn();
+    await until(
+      () => p.sql('select name from databases.backups where name = $1', [first.name]),
+      (rows) => rows.length === 0,
+    );
+    expect((await p.call('GET', `${one()}/backups`)).body.items.map((b: { name: string }) => b.name)).toEqual([newer.body.name]);
+    const deleted = (await events(id)).filter((e) => e.kind === 'database.backup_deleted');
+    expect(deleted.map((e) => e.data.backup_name)).toEqual([first.name]);
+  }, 180_000);
 
   it('between deleting from the cluster and the soft delete: the teardown is finished', async () => {
     await crashAt('databases.teardown.deleted', () => p.call('DELETE', one()));

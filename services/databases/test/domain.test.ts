@@ -7,24 +7,16 @@ import { connectionJson } from '../src/http/shapes.ts';
 import { externalEndpoint } from '../src/domain/connection.ts';
 import type { ClusterCapabilities } from '../src/domain/capabilities.ts';
 import type { DatabaseRecord } from '../src/domain/database.ts';
+import { fieldOf } from './support.ts';
 
 const caps: ClusterCapabilities = {
   adapter: 'docker',
   engines: {
-    postgresql: { versions: ['15'], defaultVersion: '15', server: 'PostgreSQL', replicas: { min: 0, max: 2, default: 0 } },
-    mysql: { versions: ['10.11'], defaultVersion: '10.11', server: 'MariaDB', replicas: { min: 1, max: 5, default: 1 } },
+    postgresql: { versions: ['15'], defaultVersion: '15', server: 'PostgreSQL', replicas: { min: 0, max: 2, default: 0, shrinks: true } },
+    mysql: { versions: ['10.11'], defaultVersion: '10.11', server: 'MariaDB', replicas: { min: 1, max: 5, default: 1, shrinks: true } },
   },
   enforcesStorage: false,
 };
-
-function fieldOf(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (err) {
-    return (err as { details?: { field?: string } }).details?.field;
-  }
-  return undefined;
-}
 
 describe('provision rules', () => {
   it('applies the defaults per engine', () => {
@@ -106,11 +98,11 @@ describe('access rendering', () => {
   });
 
   it('maps rules to MySQL account hosts and locks the host address when it is not admitted', () => {
-    const sql = renderMysqlAccess(policy({ engine: 'mysql', externalAccess: true, rules: ['192.0.2.0/24'] }), { app: 'p', console: 'c' });
+    const sql = renderMysqlAccess(policy({ engine: 'mysql', externalAccess: true, rules: ['192.0.2.0/24'] }), { app: 'p', console: 'c', replication: 'r' });
     expect(sql).toContain("CREATE USER 'app_abcd1234'@'172.18.0.1' IDENTIFIED BY 'p' ACCOUNT LOCK;");
     expect(sql).toContain("'app_abcd1234'@'192.0.2.0/255.255.255.0'");
     // A rule covering the host address admits it; a rule equal to the VPC network is one account.
-    const wide = renderMysqlAccess(policy({ engine: 'mysql', externalAccess: true, rules: ['172.18.0.0/16'] }), { app: 'p', console: 'c' });
+    const wide = renderMysqlAccess(policy({ engine: 'mysql', externalAccess: true, rules: ['172.18.0.0/16'] }), { app: 'p', console: 'c', replication: 'r' });
     expect(wide).toContain("CREATE USER 'app_abcd1234'@'172.18.0.1' IDENTIFIED BY 'p';");
     expect(wide.match(/CREATE USER 'app_abcd1234'@'172.18.0.0\/255.255.0.0'/g)).toHaveLength(1);
     expect(sql.split('\n').every((l) => l === '' || l.endsWith(';'))).toBe(true);

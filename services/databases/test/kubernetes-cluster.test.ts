@@ -9,6 +9,7 @@ import { KubernetesCluster } from '../src/cluster/kubernetes.ts';
 import type { ClusterDatabase } from '../src/domain/cluster-port.ts';
 import { FakeKubernetes, KINDS } from '@pier/testing';
 import { startDatabases, type Databases } from './support.ts';
+import { clusterDatabase as database } from './kubernetes-support.ts';
 
 const DOMAINS = { postgresql: 'pg.example.com', mysql: 'my.example.com' };
 /** The kinds the adapter applies, as the fake names them (apiVersion, kind). */
@@ -28,24 +29,6 @@ function adapter(installation?: string): KubernetesCluster {
   const kc = new KubeConfig();
   kc.loadFromString(fake.kubeconfig());
   return new KubernetesCluster(kc, { installation, domains: DOMAINS, storageClass: 'fast', timeoutMs: 2000 });
-}
-
-function database(over: Partial<ClusterDatabase> = {}): ClusterDatabase {
-  const id = randomUUID();
-  return {
-    id,
-    shortId: id.slice(0, 8),
-    workspaceId: randomUUID(),
-    vpcId: randomUUID(),
-    engine: 'postgresql',
-    version: '16',
-    instanceType: 'svc.small',
-    storageGb: 20,
-    replicas: 0,
-    externalAccessEnabled: false,
-    allowlist: [],
-    ...over,
-  };
 }
 
 beforeAll(async () => {

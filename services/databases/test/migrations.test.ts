@@ -25,13 +25,35 @@ const tables = async () =>
 
 it('migrates up, down and up again', async () => {
   await migrate(knex, SCHEMA, migrations, 'up');
-  expect(await tables()).toEqual(['allowlist_rules', 'databases', 'installation', 'outbox']);
+  expect(await tables()).toEqual(['allowlist_rules', 'backup_schedules', 'backups', 'databases', 'installation', 'outbox']);
   // One installation id, drawn at random, and no second row.
   const [{ id }] = await knex('installation').select('id');
   expect(id).toMatch(/^[0-9a-f-]{36}$/);
   await expect(knex('installation').insert({ singleton: false, id })).rejects.toThrow(/installation_one_row/);
+  // A backup's status, method and a schedule's retention are checked by the schema too.
+  const [database] = await knex('databases')
+    .insert({
+      id: id,
+      short_id: id.slice(0, 8),
+      workspace_id: 'w',
+      vpc_id: 'v',
+      name: 'n',
+      engine: 'postgresql',
+      instance_type: 'svc.nano',
+      storage_gb: 1,
+      version: '15',
+      replicas: 0,
+      external_access_enabled: false,
+      status: 'running',
+    })
+    .returning('id');
+  await expect(knex('backups').insert({ database_id: database.id, name: 'b', method: 'hourly', status: 'running' })).rejects.toThrow(/backups_method/);
+  await expect(knex('backups').insert({ database_id: database.id, name: 'b', method: 'manual', status: 'done' })).rejects.toThrow(/backups_status/);
+  await expect(knex('backup_schedules').insert({ database_id: database.id, schedule: '0 3 * * *', retention_count: 0, enabled: true })).rejects.toThrow(
+    /backup_schedules_retention/,
+  );
   await migrate(knex, SCHEMA, migrations, 'down');
   expect(await tables()).toEqual([]);
   await migrate(knex, SCHEMA, migrations, 'up');
-  expect(await tables()).toEqual(['allowlist_rules', 'databases', 'installation', 'outbox']);
+  expect(await tables()).toEqual(['allowlist_rules', 'backup_schedules', 'backups', 'databases', 'installation', 'outbox']);
 });

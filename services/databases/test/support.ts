@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
+import { expect } from 'vitest';
 import { importIdentityKey, signIdentity, IDENTITY_HEADER, type RunningService } from '@pier/kit';
 import {
   adminQuery,
@@ -15,6 +16,7 @@ import {
   spawnService,
   startServiceUnderTest,
   testLabels,
+  TEST_BACKUP_VOLUME,
   type IdentityKeys,
   type ServiceProcess,
   type ServiceUnderTest,
@@ -23,11 +25,15 @@ import {
 import { start, readConfig, type StartOptions } from '../src/index.ts';
 
 export { infra, until, docker, adminQuery, removeVpcObjects, type TestDatabase } from '@pier/testing';
+import { until } from '@pier/testing';
 
 /** The suite's labels on everything the docker adapter makes (./pier test removes what carries its run's). */
 export const CONTAINER_LABELS = Object.entries(testLabels())
   .map(([k, v]) => `${k}=${v}`)
   .join(',');
+
+/** The docker adapter's backup repository in these tests: the run's volume. */
+export const BACKUP_REPOSITORY = { kind: 'volume', volume: TEST_BACKUP_VOLUME } as const;
 
 export interface Databases extends ServiceUnderTest<RunningService> {
   /** Base path of the databases API in the harness's workspace/VPC. */
@@ -44,6 +50,7 @@ export async function startDatabases(env: Record<string, string> = {}, options: 
       PIER_DATABASES_RECONCILE_INTERVAL_MS: '500',
       PIER_DATABASES_PENDING_GRACE_MS: '1000',
       PIER_DATABASES_CONTAINER_LABELS: CONTAINER_LABELS,
+      PIER_DATABASES_BACKUP_VOLUME: TEST_BACKUP_VOLUME,
       ...env,
     },
   });
@@ -92,6 +99,7 @@ export async function spawnDatabases(keys: IdentityKeys, db: TestDatabase): Prom
     PIER_DATABASES_RECONCILE_INTERVAL_MS: '500',
     PIER_DATABASES_PENDING_GRACE_MS: '1000',
     PIER_DATABASES_CONTAINER_LABELS: CONTAINER_LABELS,
+    PIER_DATABASES_BACKUP_VOLUME: TEST_BACKUP_VOLUME,
   };
   const p: DatabasesProcess = {
     db,
@@ -137,4 +145,53 @@ export async function installationObjects(installation: string, vpcId: string): 
   const containers = (await docker.listContainers({ all: true, filters })).map((c) => c.Names[0]!.replace(/^\//, ''));
   const volumes = ((await docker.listVolumes({ filters })).Volumes ?? []).map((v) => v.Name);
   return { containers: containers.sort(), volumes: volumes.sort() };
+}
+
+/** The field a domain error names (InputError details), or undefined when it throws none. */
+export function fieldOf(fn: () => unknown): string | undefined {
+  try {
+    fn();
+  } catch (err) {
+    return (err as { details?: { field?: string } }).details?.field;
+  }
+  return undefined;
+}
+
+/** What the backup, restore and replica tests ask of the API, as a user would check it. */
+export function databaseChecks(h: Databases) {
+  const one = (id: string) => `${h.base}/${id}`;
+  const backups = async (id: string): Promise<any> => {
+    const r = await h.get(`${one(id)}/backups`);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    return r.body;
+  };
+  return {
+    one,
+    backups,
+    /** Polls until the database runs (an `error` fails at once, with the record). */
+    async running(id: string): Promise<void> {
+      const d = await until(
+        () => h.get(one(id)).then((r) => r.body),
+        (x) => x.status === 'running' || x.status === 'error',
+        120_000,
+      );
+      expect(d, JSON.stringify(d)).toMatchObject({ status: 'running' });
+    },
+    /** External URL of a database (external access turned on for the check). */
+    async externalUrl(id: string): Promise<string> {
+      const patched = await h.request('PATCH', one(id), { external_access_enabled: true });
+      expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+      return (await h.get(`${one(id)}/connection`)).body.external_url;
+    },
+    /** Polls until backup `name` of `id` has finished, and expects it completed. */
+    async completed(id: string, name: string): Promise<any> {
+      const b = await until(
+        () => backups(id).then((l) => l.items.find((x: any) => x.name === name)),
+        (x) => x?.status === 'completed' || x?.status === 'failed',
+        120_000,
+      );
+      expect(b, JSON.stringify(b)).toMatchObject({ status: 'completed' });
+      return b;
+    },
+  };
 }

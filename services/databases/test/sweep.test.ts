@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { DockerCluster } from '../src/cluster/docker.ts';
 import type { ClusterDatabase } from '../src/domain/cluster-port.ts';
-import { adminQuery, docker, installationObjects, startDatabases, until, CONTAINER_LABELS, type Databases } from './support.ts';
+import { adminQuery, docker, installationObjects, startDatabases, until, CONTAINER_LABELS, BACKUP_REPOSITORY, type Databases } from './support.ts';
 
 const labels = Object.fromEntries(CONTAINER_LABELS.split(',').map((kv) => kv.split('=') as [string, string]));
 let h: Databases;
@@ -20,7 +20,14 @@ afterAll(async () => {
 });
 
 const adapter = (inst: string | undefined) =>
-  new DockerCluster({ installation: inst, labels, postgresImage: 'pier/pg-managed:15', mysqlImage: 'pier/mariadb:10.11', publishAddress: '127.0.0.1' });
+  new DockerCluster({
+    installation: inst,
+    labels,
+    postgresImage: 'pier/pg-managed:15',
+    mysqlImage: 'pier/mariadb:10.11',
+    publishAddress: '127.0.0.1',
+    repository: BACKUP_REPOSITORY,
+  });
 
 function database(): ClusterDatabase {
   const id = randomUUID();
@@ -36,6 +43,7 @@ function database(): ClusterDatabase {
     replicas: 0,
     externalAccessEnabled: false,
     allowlist: [],
+    restore: null,
   };
 }
 

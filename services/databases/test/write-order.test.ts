@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Docker from 'dockerode';
 import { socketLink } from '@pier/testing';
 import { DockerCluster } from '../src/cluster/docker.ts';
-import { adminQuery, docker, startDatabases, until, CONTAINER_LABELS, type Databases } from './support.ts';
+import { adminQuery, docker, startDatabases, until, CONTAINER_LABELS, BACKUP_REPOSITORY, type Databases } from './support.ts';
 
 const link = socketLink({ path: '/var/run/docker.sock' });
 let h: Databases;
@@ -27,6 +27,7 @@ beforeAll(async () => {
           postgresImage: 'pier/pg-managed:15',
           mysqlImage: 'pier/mariadb:10.11',
           publishAddress: '127.0.0.1',
+          repository: BACKUP_REPOSITORY,
         }),
     },
   );

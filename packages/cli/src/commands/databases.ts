@@ -1,5 +1,6 @@
 // pier db: managed PostgreSQL and MySQL — list, create, show, update, delete, connection,
-// connect (the real psql/mysql), query, schema, slow queries. Allowlist: allowlist.ts.
+// connect (the real psql/mysql), query, schema, slow queries. Allowlist: allowlist.ts;
+// backups, restore, fork and replicas: backups.ts.
 import { spawn } from 'node:child_process';
 import type { Command } from 'commander';
 import { unwrap } from '@pier/sdk';
@@ -9,6 +10,7 @@ import { CliError } from '../errors.ts';
 import { allDatabases, collectAll, confirm, database, DATABASE, DATABASES } from '../resources.ts';
 import { waitFor, waitUntilDeleted } from '../wait.ts';
 import { register as registerAllowlist } from './allowlist.ts';
+import { register as registerBackups } from './backups.ts';
 
 interface WaitOptions {
   wait?: boolean;
@@ -135,6 +137,12 @@ export function register(program: Command): void {
               ['storage', `${d.storage_gb} GB`],
               ['replicas', d.replicas],
               ['external', d.external_access_enabled ? 'on' : 'off'],
+              [
+                'made from',
+                d.source
+                  ? `${d.source.kind} of ${d.source.database_id}, backup ${d.source.backup_name}${d.source.target_time ? ` at ${d.source.target_time}` : ''}`
+                  : '-',
+              ],
               ['created', d.created_at],
             ]),
           );
@@ -321,4 +329,5 @@ export function register(program: Command): void {
   );
 
   registerAllowlist(db);
+  registerBackups(db);
 }

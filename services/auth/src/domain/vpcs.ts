@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { ConflictError } from '@pier/kit';
-import type { AuthStore } from './store-port.ts';
+import { AuthenticationError, ConflictError, isUuid, type Identity, type Page, type PageRequest } from '@pier/kit';
+import type { AuthStore, VpcRecords } from './store-port.ts';
 import type { VpcRow } from './records.ts';
-import type { Page, PageRequest } from '@pier/kit';
 import { vpcCreated, vpcDeleted } from './events.ts';
 import { requireId, vpcNotFound } from './ids.ts';
 
@@ -57,5 +56,24 @@ export class Vpcs {
       if (!deleted) throw vpcNotFound();
       await tx.event(vpcDeleted(vpc.workspace_id, vpc.id, vpc.name, actorId));
     });
+  }
+}
+
+/**
+ * Answers a resource service asking, on a caller's behalf, whether a VPC is one of the
+ * caller's workspace: the caller's identity token (auth's own, verified here) names the
+ * workspace, so no service can ask about a workspace its caller is not in.
+ */
+export class VpcLookup {
+  constructor(
+    private readonly vpcs: VpcRecords,
+    private readonly verifier: { verify(token: string | undefined): Promise<Identity> },
+  ) {}
+
+  async find(identityToken: string, vpcId: string): Promise<boolean> {
+    const identity = await this.verifier.verify(identityToken);
+    if (identity.kind !== 'user' || !identity.workspaceId) throw new AuthenticationError('an identity issued for a workspace is required', 'unauthenticated');
+    if (!isUuid(vpcId)) return false;
+    return (await this.vpcs.get(identity.workspaceId, vpcId.toLowerCase())) !== undefined;
   }
 }

@@ -1,6 +1,6 @@
 import type Docker from 'dockerode';
 import { Periodic, type Logger } from '@pier/kit';
-import { lastFireTime } from '../domain/cron-schedule.ts';
+import { lastFireTime } from '@pier/kit';
 import { KIND_SERVICE, LABEL, containerName } from './docker-labels.ts';
 import type { DockerEngine } from './docker-engine.ts';
 import { WorkloadRejectedError } from '../domain/cluster-port.ts';

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { InputError, INSTANCE_TYPE_NAMES, type InstanceType } from '@pier/kit';
-import { cronScheduleProblem } from './cron-schedule.ts';
+import { cronScheduleProblem, InputError, INSTANCE_TYPE_NAMES, type InstanceType } from '@pier/kit';
 import { IMAGE_REFERENCE_MAX, isImageReference } from './image-reference.ts';
 
 export const SERVICE_TYPES = ['web', 'worker', 'cron'] as const;

@@ -63,6 +63,31 @@ export async function exec(docker: Docker, containerId: string, cmd: string[]): 
   };
 }
 
+/** stdout and stderr of a non-TTY container's logs, read as one buffer (8-byte frame headers). */
+export function demuxLogs(buf: Buffer): { stdout: string; stderr: string } {
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  for (let i = 0; i + 8 <= buf.length;) {
+    const size = buf.readUInt32BE(i + 4);
+    (buf[i] === 2 ? err : out).push(buf.subarray(i + 8, i + 8 + size));
+    i += 8 + size;
+  }
+  return { stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
+}
+
+/** Runs a one-off container to its end and removes it; its exit code and output. */
+export async function runToEnd(docker: Docker, spec: Docker.ContainerCreateOptions): Promise<ExecResult> {
+  const container = await docker.createContainer(spec);
+  try {
+    await container.start();
+    const { StatusCode } = (await container.wait()) as { StatusCode: number };
+    const logs = (await container.logs({ stdout: true, stderr: true, follow: false })) as unknown as Buffer;
+    return { exitCode: StatusCode, ...demuxLogs(logs) };
+  } finally {
+    await ignoreNotFound(container.remove({ force: true }));
+  }
+}
+
 export function envOf(info: Docker.ContainerInspectInfo): Record<string, string> {
   const out: Record<string, string> = {};
   for (const kv of info.Config.Env ?? []) {

@@ -2,10 +2,26 @@ import type Docker from 'dockerode';
 import type { Observation, Phase } from '../domain/status.ts';
 
 // A database's live state on the docker adapter, judged from the container list (one
-// Engine API call for a whole VPC): the server's health check, and the pooler's.
+// Engine API call for a whole VPC): the health checks of its server, its replicas and its
+// poolers. A server that is not healthy says why in its health check's output (the
+// images' `pier-health`: `starting: ...` while a restore or a replica's copy is under way,
+// however long it takes; `failed: ...` when it failed for good), read with one inspect of
+// that container only.
 
-/** One database's phase from its containers (server, and pooler for postgresql). */
-export function observeParts(parts: Docker.ContainerInfo[]): Observation {
+/** Containers whose health check output is worth reading: servers and replicas not (yet) healthy. */
+export function needsHealthOutput(c: Docker.ContainerInfo): boolean {
+  const component = c.Labels['pier.component'];
+  return (component === 'server' || component === 'replica') && c.State === 'running' && !c.Status.includes('(healthy)');
+}
+
+/** The last health check output of an inspected container. */
+export function lastHealthOutput(info: Docker.ContainerInspectInfo): string | undefined {
+  const log = (info.State.Health as { Log?: { Output?: string }[] } | undefined)?.Log;
+  return log?.[log.length - 1]?.Output?.trim() || undefined;
+}
+
+/** One database's phase from its containers; `outputs` holds the health output of those needsHealthOutput picked. */
+export function observeParts(parts: Docker.ContainerInfo[], outputs: Map<string, string> = new Map()): Observation {
   if (parts.length === 0) return { phase: 'absent' };
   const server = parts.find((c) => c.Labels['pier.component'] === 'server');
   if (!server) return { phase: 'failed', reason: 'the server container is missing' };
@@ -14,22 +30,26 @@ export function observeParts(parts: Docker.ContainerInfo[]): Observation {
   }
   const rank: Record<Phase, number> = { ready: 0, starting: 1, failed: 2, absent: 3 };
   let worst: Observation = { phase: 'ready' };
-  // The server first: when both fail, its reason is the one worth reading.
+  // The server first: when several fail, its reason is the one worth reading.
   const ordered = [server, ...parts.filter((c) => c !== server)];
   for (const c of ordered) {
-    const seen = observeContainer(c);
+    const seen = observeContainer(c, outputs.get(c.Id));
     if (rank[seen.phase] > rank[worst.phase]) worst = seen;
   }
   return worst;
 }
 
-function observeContainer(c: Docker.ContainerInfo): Observation {
-  const what = c.Labels['pier.component'] ?? 'container';
+function observeContainer(c: Docker.ContainerInfo, output: string | undefined): Observation {
+  const replica = c.Labels['pier.replica'];
+  const what = replica ? `replica ${replica}` : (c.Labels['pier.component'] ?? 'container');
   switch (c.State) {
-    case 'running':
+    case 'running': {
       if (c.Status.includes('(healthy)')) return { phase: 'ready' };
-      if (c.Status.includes('(unhealthy)')) return { phase: 'failed', reason: `${what} health check failing` };
+      const said = /^(starting|failed): ([\s\S]*)$/.exec(output ?? '');
+      if (said) return { phase: said[1] === 'failed' ? 'failed' : 'starting', reason: `${what}: ${said[2]!.trim()}` };
+      if (c.Status.includes('(unhealthy)')) return { phase: 'failed', reason: `${what} health check failing${output ? `: ${output}` : ''}` };
       return { phase: 'starting', reason: `${what} starting` };
+    }
     case 'created':
       return { phase: 'starting', reason: `${what} created` };
     case 'restarting':

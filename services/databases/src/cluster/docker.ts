@@ -4,16 +4,24 @@ import { vpcNetwork, UnavailableError, ConflictError } from '@pier/kit';
 import { ensureVpcNetwork, type VpcNetworkFacts } from '@pier/kit/docker';
 import type { ClusterCapabilities } from '../domain/capabilities.ts';
 import { appUserOf, CONSOLE_USER, shortIdOf, type Engine } from '../domain/database.ts';
+import type { BackupMethod } from '../domain/backup.ts';
 import { renderPgHba, renderMysqlAccess, type AccessPolicy } from '../domain/access.ts';
 import type { Observation } from '../domain/status.ts';
-import { observeParts } from './docker-observe.ts';
-import type { ClusterDatabase, ClusterRef, Credentials, DatabaseCluster, Endpoints, SqlTarget } from '../domain/cluster-port.ts';
-import { envOf, exec, ignoreNotFound, statusCodeOf, translateDockerError } from './docker-engine.ts';
+import { lastHealthOutput, needsHealthOutput, observeParts } from './docker-observe.ts';
+import { parseMysqlListing, parsePostgresListing } from './docker-backups.ts';
+import type { BackupRepository } from './docker-repository.ts';
+import type { ClusterDatabase, ClusterRef, Credentials, DatabaseCluster, Endpoints, RepositoryListing, SqlTarget } from '../domain/cluster-port.ts';
+import { envOf, exec, ignoreNotFound, runToEnd, statusCodeOf, translateDockerError, type ExecResult } from './docker-engine.ts';
 import {
   ENGINE_PORT,
+  helperContainer,
   hostNames,
   poolerContainer,
   poolerName,
+  replicaContainer,
+  replicaCount,
+  replicaName,
+  replicaSlot,
   resourceUpdate,
   resourcesDiffer,
   serverContainer,
@@ -21,6 +29,7 @@ import {
   volumeName,
   type ContainerSecrets,
   type ContainerSettings,
+  type PoolerTarget,
 } from './docker-containers.ts';
 
 export interface DockerClusterOptions {
@@ -40,14 +49,16 @@ export interface DockerClusterOptions {
   /** Extra labels on everything the adapter creates (tests mark theirs). */
   labels?: Record<string, string>;
   healthIntervalMs?: number;
+  /** Where backups and the WAL / binary-log archive go: a named volume or an S3 store. */
+  repository: BackupRepository;
 }
 
-/** The docker adapter runs one server per database: no read replicas yet. */
+/** Read replicas are servers on the one machine: a few, each of the primary's size. */
 const CAPABILITIES: ClusterCapabilities = {
   adapter: 'docker',
   engines: {
-    postgresql: { versions: ['15'], defaultVersion: '15', server: 'PostgreSQL', replicas: { min: 0, max: 0, default: 0 } },
-    mysql: { versions: ['10.11'], defaultVersion: '10.11', server: 'MariaDB', replicas: { min: 1, max: 1, default: 1 } },
+    postgresql: { versions: ['15'], defaultVersion: '15', server: 'PostgreSQL', replicas: { min: 0, max: 5, default: 0, shrinks: true } },
+    mysql: { versions: ['10.11'], defaultVersion: '10.11', server: 'MariaDB', replicas: { min: 1, max: 5, default: 1, shrinks: true } },
   },
   // The local volume driver has no size limit: storage_gb is recorded, not enforced.
   enforcesStorage: false,
@@ -61,6 +72,13 @@ function reachableAddress(publishAddress: string): string {
 }
 
 const INSTALLATION_LABEL = 'pier.installation';
+
+/** A command's result, or its failure as the cluster failing (503), in the command's last words. */
+function succeeded(result: ExecResult, what: string): ExecResult {
+  if (result.exitCode === 0) return result;
+  const said = (result.stderr || result.stdout).trim().split('\n').slice(-3).join(' ');
+  throw new UnavailableError(`${what} failed: ${said || `exit ${result.exitCode}`}`, 'cluster_unavailable');
+}
 
 export class DockerCluster implements DatabaseCluster {
   readonly capabilities = CAPABILITIES;
@@ -90,15 +108,38 @@ export class DockerCluster implements DatabaseCluster {
     return this.cpus;
   }
 
+  private image(engine: Engine): string {
+    return engine === 'postgresql' ? this.opts.postgresImage : this.opts.mysqlImage;
+  }
+
   private settings(db: ClusterDatabase, hostCpus: number): ContainerSettings {
     return {
       hostCpus,
-      image: db.engine === 'postgresql' ? this.opts.postgresImage : this.opts.mysqlImage,
+      image: this.image(db.engine),
       network: vpcNetwork(db.vpcId),
       publishAddress: this.opts.publishAddress,
       labels: this.labels(db),
       healthIntervalMs: this.opts.healthIntervalMs ?? 1000,
+      repository: this.opts.repository,
     };
+  }
+
+  /** Labels of what belongs to no one database (the repository volume, helper containers). */
+  private sharedLabels(component: string): Record<string, string> {
+    return { ...this.opts.labels, 'pier.managed': 'true', 'pier.service': 'databases', 'pier.component': component };
+  }
+
+  private repositoryVolume?: Promise<unknown>;
+
+  /** The repository volume, created once with its labels (Docker would make an unlabelled one on first mount). */
+  private ensureRepository(): Promise<unknown> {
+    const repo = this.opts.repository;
+    if (repo.kind !== 'volume') return Promise.resolve();
+    this.repositoryVolume ??= this.docker.createVolume({ Name: repo.volume, Labels: this.sharedLabels('backup-repository') }).catch((err: unknown) => {
+      this.repositoryVolume = undefined;
+      throw err;
+    });
+    return this.repositoryVolume;
   }
 
   private async guard<T>(fn: () => Promise<T>): Promise<T> {
@@ -130,24 +171,36 @@ export class DockerCluster implements DatabaseCluster {
 
   private renderAccess(db: ClusterDatabase, net: VpcNetworkFacts, secrets: ContainerSecrets): string {
     const policy = this.policy(db, net);
-    return db.engine === 'postgresql' ? renderPgHba(policy) : renderMysqlAccess(policy, { app: secrets.appPassword, console: secrets.consolePassword });
+    return db.engine === 'postgresql'
+      ? renderPgHba(policy)
+      : renderMysqlAccess(policy, { app: secrets.appPassword, console: secrets.consolePassword, replication: secrets.replicationPassword });
+  }
+
+  /** The containers the adapter runs for one database (server, replicas, poolers). */
+  private parts(db: Pick<ClusterRef, 'id'>): Promise<Docker.ContainerInfo[]> {
+    return this.docker.listContainers({ all: true, filters: { label: ['pier.service=databases', `pier.database=${db.id}`] } });
   }
 
   async apply(db: ClusterDatabase): Promise<void> {
     await this.guard(async () => {
       const net = await ensureVpcNetwork(this.docker, db.vpcId, { 'pier.managed': 'true', 'pier.vpc': db.vpcId });
+      await this.ensureRepository();
       const settings = this.settings(db, await this.hostCpus());
       const existing = await ignoreNotFound(this.docker.getContainer(serverName(db)).inspect());
       let secrets: ContainerSecrets;
       let pushAccess = true;
       if (!existing) {
-        secrets = { appPassword: password(), consolePassword: password() };
+        secrets = { appPassword: password(), consolePassword: password(), replicationPassword: password() };
         await this.docker.createVolume({ Name: volumeName(db), Labels: this.labels(db) });
         await this.createAndStart(serverContainer(db, secrets, this.renderAccess(db, net, secrets), settings));
         pushAccess = false; // the new container starts with the current rules in its env
       } else {
         const env = envOf(existing);
-        secrets = { appPassword: env.PIER_APP_PASSWORD ?? password(), consolePassword: env.PIER_CONSOLE_PASSWORD ?? password() };
+        secrets = {
+          appPassword: env.PIER_APP_PASSWORD ?? password(),
+          consolePassword: env.PIER_CONSOLE_PASSWORD ?? password(),
+          replicationPassword: env.PIER_REPLICATION_PASSWORD ?? password(),
+        };
         if (existing.Config.Labels?.['pier.external'] !== String(db.externalAccessEnabled)) {
           // Published ports are fixed at creation: publishing or withdrawing one means a
           // new container around the same volume and credentials.
@@ -163,9 +216,79 @@ export class DockerCluster implements DatabaseCluster {
           if (!existing.State.Running) await this.docker.getContainer(existing.Id).start();
         }
       }
-      if (db.engine === 'postgresql') await this.ensurePooler(db, secrets, settings);
-      if (pushAccess) await this.pushAccess(db, this.renderAccess(db, net, secrets));
+      const access = this.renderAccess(db, net, secrets);
+      if (pushAccess) await this.pushAccess(serverName(db), access);
+      await this.ensureReplicas(db, secrets, access, settings, pushAccess);
+      if (db.engine === 'postgresql') {
+        await this.ensurePooler(db, 'rw', secrets, settings);
+        // Read-only pooling only where there are replicas to read from (else pooler_host_ro is the rw one).
+        if (db.replicas > 0) await this.ensurePooler(db, 'ro', secrets, settings);
+        else await this.removeContainer(poolerName(db, 'ro'));
+      }
     });
+  }
+
+  /**
+   * Replicas 1..n run (created when missing, resized, started); those beyond n go with
+   * their volumes. postgresql: the primary has the replication role and a slot per replica,
+   * and the slots of removed replicas are dropped (a slot left behind keeps WAL forever).
+   */
+  private async ensureReplicas(db: ClusterDatabase, secrets: ContainerSecrets, access: string, s: ContainerSettings, pushAccess: boolean): Promise<void> {
+    const want = replicaCount(db);
+    const existing = (await this.parts(db)).filter((c) => c.Labels['pier.component'] === 'replica');
+    for (const c of existing.filter((c) => Number(c.Labels['pier.replica']) > want)) {
+      await this.removeContainer(c.Id);
+      await this.removeVolume(replicaName(db, Number(c.Labels['pier.replica'])));
+    }
+    if (db.engine === 'postgresql' && (want > 0 || existing.length > 0)) {
+      const slots = Array.from({ length: want }, (_, i) => replicaSlot(i + 1)).join(' ');
+      await this.execOk(
+        serverName(db),
+        ['pier-replication-role', Buffer.from(secrets.replicationPassword).toString('base64'), slots],
+        'setting up replication',
+      );
+    }
+    for (let n = 1; n <= want; n++) {
+      const name = replicaName(db, n);
+      const info = await ignoreNotFound(this.docker.getContainer(name).inspect());
+      if (!info) {
+        await this.docker.createVolume({ Name: name, Labels: this.labels(db) });
+        await this.createAndStart(replicaContainer(db, n, secrets, access, s));
+        continue;
+      }
+      if (resourcesDiffer(info, db, s.hostCpus)) await this.docker.getContainer(info.Id).update(resourceUpdate(db, s.hostCpus));
+      if (!info.State.Running) await this.docker.getContainer(info.Id).start();
+      // mysql replicas get their accounts from the primary's binary log; postgresql's read pg_hba.conf of their own.
+      else if (pushAccess && db.engine === 'postgresql') await this.pushAccess(name, access);
+    }
+  }
+
+  private async removeContainer(nameOrId: string): Promise<void> {
+    await ignoreNotFound(this.docker.getContainer(nameOrId).remove({ force: true, v: true }));
+  }
+
+  private async removeVolume(name: string): Promise<void> {
+    try {
+      await ignoreNotFound(this.docker.getVolume(name).remove());
+    } catch (err) {
+      // A container being removed still holds the volume for a moment.
+      if (statusCodeOf(err) !== 409) throw err;
+      await new Promise((r) => setTimeout(r, 500));
+      await ignoreNotFound(this.docker.getVolume(name).remove());
+    }
+  }
+
+  /** Runs a command in a running container; a failure is the cluster failing (503) with its output. */
+  private async execOk(container: string, cmd: string[], what: string): Promise<ExecResult> {
+    let result: ExecResult;
+    try {
+      result = await exec(this.docker, container, cmd);
+    } catch (err) {
+      // 409: the container stopped (or restart-loops) between our start and the exec.
+      if (statusCodeOf(err) === 409) throw new ConflictError('the database server is not running; retry once it is', 'database_not_running');
+      throw err;
+    }
+    return succeeded(result, what);
   }
 
   /** Waits for a container's health check to pass; gives up quietly (status resync reports it). */
@@ -194,54 +317,51 @@ export class DockerCluster implements DatabaseCluster {
     await container.start();
   }
 
-  private async ensurePooler(db: ClusterDatabase, secrets: ContainerSecrets, settings: ContainerSettings): Promise<void> {
-    const existing = await ignoreNotFound(this.docker.getContainer(poolerName(db)).inspect());
-    if (!existing) await this.createAndStart(poolerContainer(db, secrets, settings));
-    else if (!existing.State.Running) await this.docker.getContainer(existing.Id).start();
+  /** A pooler in front of the primary or the replicas; recreated if it was made for another alias (it holds no state). */
+  private async ensurePooler(db: ClusterDatabase, target: PoolerTarget, secrets: ContainerSecrets, settings: ContainerSettings): Promise<void> {
+    const want = poolerContainer(db, target, secrets, settings);
+    const existing = await ignoreNotFound(this.docker.getContainer(poolerName(db, target)).inspect());
+    const aliases = existing?.NetworkSettings.Networks?.[settings.network]?.Aliases ?? [];
+    const wantAliases = want.NetworkingConfig!.EndpointsConfig![settings.network]!.Aliases!;
+    // Our aliases all start with `db-` (Docker adds the container's id of its own).
+    const ours = aliases.filter((a: string) => a.startsWith('db-'));
+    if (existing && ours.length === wantAliases.length && wantAliases.every((a) => ours.includes(a))) {
+      if (!existing.State.Running) await this.docker.getContainer(existing.Id).start();
+      return;
+    }
+    if (existing) await this.removeContainer(existing.Id);
+    await this.createAndStart(want);
   }
 
-  private async pushAccess(db: ClusterDatabase, content: string): Promise<void> {
-    let result;
-    try {
-      result = await exec(this.docker, serverName(db), ['pier-access', Buffer.from(content).toString('base64')]);
-    } catch (err) {
-      // 409: the container stopped (or restart-loops) between our start and the exec.
-      if (statusCodeOf(err) === 409) throw new ConflictError('the database server is not running; retry once it is', 'database_not_running');
-      throw err;
-    }
-    if (result.exitCode !== 0) {
-      throw new UnavailableError(`applying access rules failed: ${result.stderr.trim() || `exit ${result.exitCode}`}`, 'cluster_unavailable');
-    }
+  private async pushAccess(container: string, content: string): Promise<void> {
+    await this.execOk(container, ['pier-access', Buffer.from(content).toString('base64')], 'applying access rules');
   }
 
   async observe(vpcId: string, ids: string[]): Promise<Map<string, Observation>> {
-    const containers = await this.guard(() => this.docker.listContainers({ all: true, filters: { label: ['pier.service=databases', `pier.vpc=${vpcId}`] } }));
-    const byDb = new Map<string, Docker.ContainerInfo[]>();
-    for (const c of containers) {
-      const id = c.Labels['pier.database'];
-      if (id) byDb.set(id, [...(byDb.get(id) ?? []), c]);
-    }
-    const out = new Map<string, Observation>();
-    for (const id of ids) {
-      const parts = byDb.get(id) ?? [];
-      out.set(id, observeParts(parts));
-    }
-    return out;
+    return this.guard(async () => {
+      const containers = await this.docker.listContainers({ all: true, filters: { label: ['pier.service=databases', `pier.vpc=${vpcId}`] } });
+      const wanted = new Set(ids);
+      const byDb = new Map<string, Docker.ContainerInfo[]>();
+      for (const c of containers) {
+        const id = c.Labels['pier.database'];
+        if (id && wanted.has(id)) byDb.set(id, [...(byDb.get(id) ?? []), c]);
+      }
+      // Why a server is not healthy is only in its health check's output: read for those alone.
+      const outputs = new Map<string, string>();
+      for (const c of [...byDb.values()].flat().filter(needsHealthOutput)) {
+        const info = await ignoreNotFound(this.docker.getContainer(c.Id).inspect());
+        const output = info && lastHealthOutput(info);
+        if (output) outputs.set(c.Id, output);
+      }
+      return new Map(ids.map((id) => [id, observeParts(byDb.get(id) ?? [], outputs)]));
+    });
   }
 
   async delete(db: ClusterRef): Promise<void> {
     await this.guard(async () => {
-      for (const name of [poolerName(db), serverName(db)]) {
-        await ignoreNotFound(this.docker.getContainer(name).remove({ force: true, v: true }));
-      }
-      try {
-        await ignoreNotFound(this.docker.getVolume(volumeName(db)).remove());
-      } catch (err) {
-        // A container being removed still holds the volume for a moment.
-        if (statusCodeOf(err) !== 409) throw err;
-        await new Promise((r) => setTimeout(r, 500));
-        await ignoreNotFound(this.docker.getVolume(volumeName(db)).remove());
-      }
+      for (const c of await this.parts(db)) await this.removeContainer(c.Id);
+      const { Volumes } = await this.docker.listVolumes({ filters: { label: ['pier.service=databases', `pier.database=${db.id}`] } });
+      for (const v of Volumes ?? []) await this.removeVolume(v.Name);
     });
   }
 
@@ -276,17 +396,18 @@ export class DockerCluster implements DatabaseCluster {
     const names = hostNames(db.shortId);
     const port = ENGINE_PORT[db.engine];
     const published = (info.NetworkSettings.Ports?.[`${port}/tcp`] ?? []).find((b) => b.HostPort)?.HostPort;
+    const replicas = replicaCount(db) > 0;
     const endpoints: Endpoints = {
       host: names.rw,
       port,
-      // A single server on docker: the read-only name is an alias of the same server.
-      readOnlyHost: names.ro,
+      // Without replicas, reads go where writes go.
+      readOnlyHost: replicas ? names.ro : names.rw,
       externalPort: published ? Number(published) : undefined,
       externalAddress: published ? reachableAddress(this.opts.publishAddress) : undefined,
     };
     if (db.engine === 'postgresql') {
       endpoints.poolerHost = names.poolerRw;
-      endpoints.poolerHostRo = names.poolerRo;
+      endpoints.poolerHostRo = replicas ? names.poolerRo : names.poolerRw;
     }
     return { endpoints, credentials: { username: appUserOf(db.shortId), password: env.PIER_APP_PASSWORD ?? '' } };
   }
@@ -304,6 +425,48 @@ export class DockerCluster implements DatabaseCluster {
       database: db.shortId,
       runAs: db.engine === 'postgresql' ? appUserOf(db.shortId) : undefined,
     };
+  }
+
+  // ---------- backups (the images' `pier-backup`, see deploy/images) ----------
+
+  /** `pier-backup <args>` in the server while it runs, else in a one-off container with the repository. */
+  private async backupTool(db: ClusterRef, args: string[], what: string): Promise<ExecResult> {
+    const server = await ignoreNotFound(this.docker.getContainer(serverName(db)).inspect());
+    if (server?.State.Running) return this.execOk(server.Id, ['pier-backup', ...args], what);
+    await this.ensureRepository();
+    const result = await runToEnd(
+      this.docker,
+      helperContainer(db.engine, db.id, ['pier-backup', ...args], {
+        image: this.image(db.engine),
+        labels: this.sharedLabels('backup-helper'),
+        repository: this.opts.repository,
+      }),
+    );
+    return succeeded(result, what);
+  }
+
+  async startBackup(db: ClusterRef, name: string, method: BackupMethod): Promise<void> {
+    await this.guard(async () => {
+      const server = await ignoreNotFound(this.docker.getContainer(serverName(db)).inspect());
+      if (!server?.State.Running) throw new ConflictError('the database server is not running; a backup needs it running', 'database_not_running');
+      await this.execOk(server.Id, ['pier-backup', 'start', name, method], 'starting the backup');
+    });
+  }
+
+  async listBackups(db: ClusterRef): Promise<RepositoryListing> {
+    return this.guard(async () => {
+      const result = await this.backupTool(db, ['list'], 'reading the backup repository');
+      return db.engine === 'postgresql' ? parsePostgresListing(result.stdout) : parseMysqlListing(result.stdout);
+    });
+  }
+
+  async deleteBackup(db: ClusterRef, backup: { name: string; ref: string | null }): Promise<void> {
+    const args = db.engine === 'postgresql' ? ['delete', backup.name, backup.ref ?? '-'] : ['delete', backup.name];
+    await this.guard(() => this.backupTool(db, args, 'deleting the backup'));
+  }
+
+  async purgeBackups(db: ClusterRef): Promise<void> {
+    await this.guard(() => this.backupTool(db, ['purge'], 'purging the backup repository'));
   }
 
   async close(): Promise<void> {}

@@ -1,79 +1,17 @@
 import { vpcNamespace, resourcesOf } from '@pier/kit';
 import { appUserOf, CONSOLE_USER } from '../domain/database.ts';
 import { pgHbaHostLines, type AccessPolicy } from '../domain/access.ts';
-import type { ClusterDatabase, ClusterRef } from '../domain/cluster-port.ts';
+import type { ClusterDatabase } from '../domain/cluster-port.ts';
+import { LABELS, CNPG, MOCO, meta, names, secretEnv, type KubernetesSettings, type Manifest } from './kubernetes-meta.ts';
+import { cnpgBackupConfig } from './kubernetes-backups.ts';
+import { cnpgRecovery, isRestored, mocoRestore, renames, sourceOwnerRole } from './kubernetes-restore.ts';
 
 // The objects the kubernetes adapter applies, as plain manifests (pure functions, so
 // tests validate exactly what is sent). PostgreSQL runs under CloudNativePG (Cluster,
 // Poolers); MySQL under MOCO (MySQLCluster), whose `replicas` is the odd instance count
 // the spec's mysql rule asks for. Credentials live in Secrets in the VPC's namespace.
-
-export type Manifest = {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
-  [k: string]: unknown;
-};
-
-export const CNPG = 'postgresql.cnpg.io/v1';
-export const MOCO = 'moco.cybozu.com/v1beta2';
-
-export const LABELS = {
-  managedBy: 'app.kubernetes.io/managed-by',
-  component: 'app.kubernetes.io/component',
-  database: 'pier.dev/database-id',
-  vpc: 'pier.dev/vpc-id',
-  workspace: 'pier.dev/workspace-id',
-  engine: 'pier.dev/engine',
-  /** Set by the adapter on everything it applies (but namespaces, which services share). */
-  installation: 'pier.dev/installation',
-} as const;
-
-export const SELECTOR = `${LABELS.managedBy}=pier,${LABELS.component}=database`;
-
-export interface KubernetesSettings {
-  storageClass?: string;
-  /** Addresses pods (the control plane included) connect from inside the cluster. */
-  clusterNetworks: string[];
-  postgresImage: (version: string) => string;
-  mysqlImage: (version: string) => string;
-}
-
-export const names = (shortId: string) => {
-  const cluster = `db-${shortId}`;
-  return {
-    cluster,
-    appSecret: `${cluster}-app`,
-    consoleSecret: `${cluster}-console`,
-    poolerRw: `${cluster}-pooler-rw`,
-    poolerRo: `${cluster}-pooler-ro`,
-    external: `${cluster}-external`,
-    externalRo: `${cluster}-external-ro`,
-    initJob: `${cluster}-init`,
-    // Services the operators create from the cluster's name.
-    pgRw: `${cluster}-rw`,
-    pgRo: `${cluster}-ro`,
-    pgR: `${cluster}-r`,
-    mocoPrimary: `moco-${cluster}-primary`,
-    mocoReplica: `moco-${cluster}-replica`,
-    mocoSecret: `moco-${cluster}`,
-  };
-};
-
-function meta(db: ClusterRef & { workspaceId?: string }, name: string) {
-  return {
-    name,
-    namespace: vpcNamespace(db.vpcId),
-    labels: {
-      [LABELS.managedBy]: 'pier',
-      [LABELS.component]: 'database',
-      [LABELS.database]: db.id,
-      [LABELS.vpc]: db.vpcId,
-      [LABELS.engine]: db.engine,
-      ...(db.workspaceId ? { [LABELS.workspace]: db.workspaceId } : {}),
-    },
-  };
-}
+// Backups and restores (kubernetes-backups.ts, kubernetes-restore.ts) join both clusters
+// when the adapter has a backup store.
 
 export function namespaceManifest(vpcId: string): Manifest {
   return { apiVersion: 'v1', kind: 'Namespace', metadata: { name: vpcNamespace(vpcId), labels: { [LABELS.managedBy]: 'pier', [LABELS.vpc]: vpcId } } };
@@ -105,9 +43,16 @@ export function accessPolicy(db: ClusterDatabase, s: KubernetesSettings): Access
   };
 }
 
+/** A restore needs the store the backups are in. */
+function storeOf(s: KubernetesSettings) {
+  if (!s.backupStore) throw new Error('a database restored from a backup needs the backup store');
+  return s.backupStore;
+}
+
 export function cnpgCluster(db: ClusterDatabase, s: KubernetesSettings): Manifest {
   const n = names(db.shortId);
   const app = appUserOf(db.shortId);
+  const restored = isRestored(db) ? cnpgRecovery(db, storeOf(s)) : undefined;
   return {
     apiVersion: CNPG,
     kind: 'Cluster',
@@ -118,7 +63,9 @@ export function cnpgCluster(db: ClusterDatabase, s: KubernetesSettings): Manifes
       enableSuperuserAccess: false,
       storage: { size: `${db.storageGb}Gi`, ...(s.storageClass ? { storageClass: s.storageClass } : {}) },
       resources: resources(db),
-      bootstrap: {
+      // The roles below exist in restored data already (the source made them); a fresh
+      // database makes them at init.
+      bootstrap: restored?.bootstrap ?? {
         initdb: {
           database: db.shortId,
           owner: app,
@@ -128,15 +75,20 @@ export function cnpgCluster(db: ClusterDatabase, s: KubernetesSettings): Manifes
             `CREATE ROLE ${CONSOLE_USER} NOLOGIN IN ROLE pg_read_all_stats`,
             `GRANT ${app} TO ${CONSOLE_USER}`,
             `GRANT EXECUTE ON FUNCTION pg_stat_statements_reset(oid, oid, bigint) TO ${CONSOLE_USER}`,
+            // Point-in-time restores seal the archive as the console role (domain/backups.ts).
+            `GRANT EXECUTE ON FUNCTION pg_switch_wal() TO ${CONSOLE_USER}`,
           ],
         },
       },
+      ...(restored ? { externalClusters: restored.externalClusters } : {}),
+      ...(s.backupStore ? { backup: cnpgBackupConfig(db, s.backupStore) } : {}),
       // Managed roles keep both passwords equal to their Secrets, so the Secret is the
       // live password the connection endpoint returns.
       managed: {
         roles: [
           { name: app, ensure: 'present', login: true, passwordSecret: { name: n.appSecret } },
           { name: CONSOLE_USER, ensure: 'present', login: true, inRoles: ['pg_read_all_stats', app], passwordSecret: { name: n.consoleSecret } },
+          ...(isRestored(db) && renames(db) ? [sourceOwnerRole(db)] : []),
         ],
       },
       postgresql: {
@@ -172,6 +124,8 @@ export function mocoCluster(db: ClusterDatabase, s: KubernetesSettings): Manifes
     metadata: meta(db, n.cluster),
     spec: {
       replicas: db.replicas,
+      ...(s.backupStore ? { backupPolicyName: n.backupPolicy } : {}),
+      ...(isRestored(db) ? { restore: mocoRestore(db, storeOf(s)) } : {}),
       podTemplate: {
         spec: { containers: [{ name: 'mysqld', image: s.mysqlImage(db.version), resources: resources(db) }] },
       },
@@ -212,7 +166,6 @@ export function mocoInitJob(db: ClusterDatabase, s: KubernetesSettings): Manifes
     'SQL',
     `mysql -h ${n.mocoPrimary} -u moco-writable -p"$WRITABLE_PASSWORD" </tmp/init.sql`,
   ].join('\n');
-  const secretEnv = (name: string, secret: string, key: string) => ({ name, valueFrom: { secretKeyRef: { name: secret, key } } });
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',

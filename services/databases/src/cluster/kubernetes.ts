@@ -6,24 +6,17 @@ import type { ClusterCapabilities } from '../domain/capabilities.ts';
 import { appUserOf, CONSOLE_USER, shortIdOf, type Engine } from '../domain/database.ts';
 import type { ExternalDomains } from '../domain/context.ts';
 import type { Observation } from '../domain/status.ts';
+import type { BackupMethod } from '../domain/backup.ts';
 import { observeCnpg, observeMoco, type K8sObject } from './kubernetes-observe.ts';
-import type { ClusterDatabase, ClusterRef, Credentials, DatabaseCluster, Endpoints, SqlTarget } from '../domain/cluster-port.ts';
-import {
-  CNPG,
-  MOCO,
-  LABELS,
-  SELECTOR,
-  cnpgCluster,
-  cnpgPooler,
-  credentialSecret,
-  externalService,
-  mocoCluster,
-  mocoInitJob,
-  names,
-  namespaceManifest,
-  type KubernetesSettings,
-  type Manifest,
-} from './kubernetes-manifests.ts';
+import type { ClusterDatabase, ClusterRef, Credentials, DatabaseCluster, Endpoints, RepositoryListing, SqlTarget } from '../domain/cluster-port.ts';
+import { CNPG, MOCO, LABELS, SELECTOR, backupSelector, names, type KubernetesSettings, type Manifest } from './kubernetes-meta.ts';
+import { cnpgCluster, cnpgPooler, credentialSecret, externalService, mocoCluster, mocoInitJob, namespaceManifest } from './kubernetes-manifests.ts';
+import { backupObjectName, cnpgBackup, mocoBackupJob, mocoBackupPolicy, mocoServiceAccount, storeSecret, type CronJobObject } from './kubernetes-backups.ts';
+import { cnpgRestoreJob, isRestored, mocoRestoreJob, renames } from './kubernetes-restore.ts';
+import { cnpgListing, mocoListing, type BackedUpCluster, type BackupObject } from './kubernetes-backup-listing.ts';
+import { deleteCnpgBackup, deleteMocoBackups, mocoFolderTime, purgeRepository } from './kubernetes-bucket.ts';
+import { S3Objects } from './s3-objects.ts';
+import type { S3Store } from './backup-store.ts';
 
 // The production adapter: CloudNativePG for postgresql, MOCO for mysql, objects applied
 // with server-side apply (idempotent, so `apply` converges whatever state it finds).
@@ -34,9 +27,14 @@ const CAPABILITIES: ClusterCapabilities = {
   adapter: 'kubernetes',
   engines: {
     // CloudNativePG's supported majors; `replicas` = read replicas (instances - 1).
-    postgresql: { versions: ['13', '14', '15', '16', '17'], defaultVersion: '16', server: 'PostgreSQL', replicas: { min: 0, max: 8, default: 0 } },
+    postgresql: {
+      versions: ['13', '14', '15', '16', '17'],
+      defaultVersion: '16',
+      server: 'PostgreSQL',
+      replicas: { min: 0, max: 8, default: 0, shrinks: true },
+    },
     // MOCO runs MySQL 8.0 and 8.4; `replicas` = instances, 1, 3 or 5.
-    mysql: { versions: ['8.0', '8.4'], defaultVersion: '8.4', server: 'MySQL', replicas: { min: 1, max: 5, default: 1 } },
+    mysql: { versions: ['8.0', '8.4'], defaultVersion: '8.4', server: 'MySQL', replicas: { min: 1, max: 5, default: 1, shrinks: false } },
   },
   enforcesStorage: true,
 };
@@ -54,7 +52,19 @@ export interface KubernetesClusterOptions {
   clusterNetworks?: string[];
   domains: ExternalDomains;
   timeoutMs?: number;
+  /** The S3-compatible store backups go to; without it there are no backups (nor restores). */
+  backupStore?: S3Store;
 }
+
+/** The kinds that hold a database's backups, by engine. */
+const BACKUP_KIND: Record<Engine, [string, string]> = { postgresql: [CNPG, 'Backup'], mysql: ['batch/v1', 'Job'] };
+const CLUSTER_KIND: Record<Engine, [string, string]> = { postgresql: [CNPG, 'Cluster'], mysql: [MOCO, 'MySQLCluster'] };
+
+const backupsUnavailable = () =>
+  new ConflictError(
+    'backups need an S3-compatible object store on the kubernetes cluster: set PIER_DATABASES_BACKUP_S3_ENDPOINT, PIER_DATABASES_BACKUP_S3_BUCKET, PIER_DATABASES_BACKUP_S3_ACCESS_KEY_ID and PIER_DATABASES_BACKUP_S3_SECRET_ACCESS_KEY',
+    'backups_unavailable',
+  );
 
 const password = () => randomBytes(24).toString('hex');
 
@@ -66,6 +76,7 @@ export class KubernetesCluster implements DatabaseCluster {
   readonly capabilities = CAPABILITIES;
   private readonly api: KubernetesObjectApi;
   private readonly settings: KubernetesSettings;
+  private readonly bucket?: { store: S3Store; s3: S3Objects };
 
   constructor(
     kc: KubeConfig,
@@ -77,7 +88,9 @@ export class KubernetesCluster implements DatabaseCluster {
       clusterNetworks: opts.clusterNetworks ?? ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16'],
       postgresImage: (v) => `ghcr.io/cloudnative-pg/postgresql:${PG_IMAGES[v] ?? v}`,
       mysqlImage: (v) => `ghcr.io/cybozu-go/moco/mysql:${MYSQL_IMAGES[v] ?? v}`,
+      backupStore: opts.backupStore,
     };
+    if (opts.backupStore) this.bucket = { store: opts.backupStore, s3: new S3Objects(opts.backupStore) };
   }
 
   static fromKubeconfig(file: string | undefined, opts: KubernetesClusterOptions): KubernetesCluster {
@@ -100,11 +113,44 @@ export class KubernetesCluster implements DatabaseCluster {
     }
   }
 
-  private async applyObject(m: Manifest): Promise<void> {
+  /** The bucket, for the backup methods: without a store there are no backups. */
+  private requireBucket(): { store: S3Store; s3: S3Objects } {
+    if (!this.bucket) throw backupsUnavailable();
+    return this.bucket;
+  }
+
+  /** The bucket refusing or out of reach is the backup repository being unavailable: a 503. */
+  private async inBucket<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      if ((err as { name?: string })?.name === 'PierError') throw err;
+      throw new UnavailableError(`the backup store failed: ${(err as Error)?.message ?? err}`, 'backup_repository_unavailable');
+    }
+  }
+
+  private labelled(m: Manifest): Manifest {
     const installation = this.opts.installation;
-    const labelled =
-      installation && m.kind !== 'Namespace' ? { ...m, metadata: { ...m.metadata, labels: { ...m.metadata.labels, [LABELS.installation]: installation } } } : m;
-    await this.api.patch(labelled as KubernetesObject, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+    return installation && m.kind !== 'Namespace'
+      ? { ...m, metadata: { ...m.metadata, labels: { ...m.metadata.labels, [LABELS.installation]: installation } } }
+      : m;
+  }
+
+  private async applyObject(m: Manifest): Promise<void> {
+    await this.api.patch(this.labelled(m) as KubernetesObject, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+  }
+
+  /** Creates an object that must not change once made (a backup); one already there is kept as it is. */
+  private async createOnce(m: Manifest): Promise<void> {
+    try {
+      await this.api.create(this.labelled(m) as KubernetesObject, undefined, undefined, FIELD_MANAGER);
+    } catch (err) {
+      if (statusOf(err) !== 409) throw err;
+    }
+  }
+
+  private async listIn<T>(apiVersion: string, kind: string, namespace: string | undefined, selector: string): Promise<T[]> {
+    return (await this.api.list(apiVersion, kind, namespace, undefined, undefined, undefined, undefined, selector)).items as unknown as T[];
   }
 
   private async read<T extends KubernetesObject>(apiVersion: string, kind: string, name: string, namespace: string): Promise<T | undefined> {
@@ -135,21 +181,38 @@ export class KubernetesCluster implements DatabaseCluster {
   }
 
   async apply(db: ClusterDatabase): Promise<void> {
+    const store = this.bucket?.store;
+    if (db.restore && !store) throw backupsUnavailable();
+    if (db.restore && db.engine === 'mysql' && !db.restore.backupRef) {
+      // MOCO restores "the newest dump at or before a time": a backup without its end time cannot be named.
+      throw new ConflictError(`backup ${db.restore.backupName} has no completion time to restore it at`, 'backup_unavailable');
+    }
     await this.guard(async () => {
       const ns = vpcNamespace(db.vpcId);
       const n = names(db.shortId);
       await this.applyObject(namespaceManifest(db.vpcId));
       await this.ensureSecret(db, n.appSecret, appUserOf(db.shortId));
       await this.ensureSecret(db, n.consoleSecret, CONSOLE_USER);
+      // Re-applied every time: rotated store keys reach the operators at the next apply.
+      if (store) await this.applyObject(storeSecret(db, store));
       if (db.engine === 'postgresql') {
+        // The source's owner keeps a password of this database's own (kubernetes-restore.ts).
+        if (isRestored(db) && renames(db)) await this.ensureSecret(db, n.restoreSecret, appUserOf(db.restore.source.shortId));
         await this.applyObject(cnpgCluster(db, this.settings));
         await this.applyObject(cnpgPooler(db, 'rw'));
         // A read-only pooler needs replicas behind the -ro service.
         if (db.replicas > 0) await this.applyObject(cnpgPooler(db, 'ro'));
         else await this.remove(CNPG, 'Pooler', n.poolerRo, ns);
+        if (isRestored(db)) await this.applyObject(cnpgRestoreJob(db, this.settings));
       } else {
+        if (store) {
+          // Before the MySQLCluster that names the policy, so MOCO finds it at once.
+          await this.applyObject(mocoServiceAccount(db));
+          await this.applyObject(mocoBackupPolicy(db, store));
+        }
         await this.applyObject(mocoCluster(db, this.settings));
         await this.applyObject(mocoInitJob(db, this.settings));
+        if (isRestored(db)) await this.applyObject(mocoRestoreJob(db, this.settings));
       }
       const domain = this.opts.domains[db.engine];
       if (db.externalAccessEnabled) {
@@ -177,22 +240,35 @@ export class KubernetesCluster implements DatabaseCluster {
     const byId = (items: K8sObject[]) => new Map(items.map((o) => [o.metadata?.labels?.[LABELS.database] ?? '', o]));
     const pgById = byId(pg);
     const myById = byId(my);
-    const jobById = byId(jobs);
+    // A database may have two Jobs (MOCO's init, a restore's), told apart by name.
+    const jobByName = new Map(jobs.map((j) => [j.metadata?.name ?? '', j]));
     const out = new Map<string, Observation>();
     for (const id of ids) {
+      const n = names(shortIdOf(id));
       const c = pgById.get(id);
       const m = myById.get(id);
-      out.set(id, c ? observeCnpg(c) : m ? observeMoco(m, jobById.get(id)) : { phase: 'absent' });
+      out.set(
+        id,
+        c ? observeCnpg(c, jobByName.get(n.restoreJob)) : m ? observeMoco(m, jobByName.get(n.initJob), jobByName.get(n.restoreJob)) : { phase: 'absent' },
+      );
     }
     return out;
   }
 
+  /**
+   * Everything the database runs on goes; its backups stay. Their data is in the bucket
+   * (neither operator deletes it), and their objects (CloudNativePG Backups, MOCO backup
+   * Jobs) are kept too, until `purgeBackups`: they are how a deleted database's backups are
+   * still listed (with their names, methods and refs, which the bucket alone does not
+   * hold: barman names a backup by its own start time, MOCO a folder by its own clock).
+   */
   async delete(db: ClusterRef): Promise<void> {
     await this.guard(async () => {
       const ns = vpcNamespace(db.vpcId);
       const n = names(db.shortId);
       await this.remove('v1', 'Service', n.external, ns);
       await this.remove('v1', 'Service', n.externalRo, ns);
+      await this.remove('batch/v1', 'Job', n.restoreJob, ns);
       if (db.engine === 'postgresql') {
         await this.remove(CNPG, 'Pooler', n.poolerRw, ns);
         await this.remove(CNPG, 'Pooler', n.poolerRo, ns);
@@ -200,10 +276,15 @@ export class KubernetesCluster implements DatabaseCluster {
         await this.remove(CNPG, 'Cluster', n.cluster, ns);
       } else {
         await this.remove('batch/v1', 'Job', n.initJob, ns);
+        // MOCO removes the backup CronJob it made with the MySQLCluster.
         await this.remove(MOCO, 'MySQLCluster', n.cluster, ns);
+        await this.remove(MOCO, 'BackupPolicy', n.backupPolicy, ns);
+        await this.remove('v1', 'ServiceAccount', n.backupAccount, ns);
       }
       await this.remove('v1', 'Secret', n.appSecret, ns);
       await this.remove('v1', 'Secret', n.consoleSecret, ns);
+      await this.remove('v1', 'Secret', n.storeSecret, ns);
+      await this.remove('v1', 'Secret', n.restoreSecret, ns);
     });
   }
 
@@ -218,6 +299,8 @@ export class KubernetesCluster implements DatabaseCluster {
       ['batch/v1', 'Job'],
       ['v1', 'Secret'],
       ['v1', 'Service'],
+      ['v1', 'ServiceAccount'],
+      [MOCO, 'BackupPolicy'],
     ];
     const lists = await this.guard(() =>
       Promise.all(
@@ -305,5 +388,93 @@ export class KubernetesCluster implements DatabaseCluster {
     };
   }
 
-  async close(): Promise<void> {}
+  // ---------- backups (kubernetes-backups.ts, kubernetes-bucket.ts) ----------
+
+  async startBackup(db: ClusterRef, name: string, method: BackupMethod): Promise<void> {
+    this.requireBucket();
+    await this.guard(async () => {
+      const ns = vpcNamespace(db.vpcId);
+      const [apiVersion, kind] = BACKUP_KIND[db.engine];
+      if (await this.read(apiVersion, kind, backupObjectName(db.shortId, name), ns)) return;
+      if (db.engine === 'postgresql') return this.createOnce(cnpgBackup(db, name, method));
+      const cronName = names(db.shortId).mocoBackupCronJob;
+      const cron = await this.read<CronJobObject & KubernetesObject>('batch/v1', 'CronJob', cronName, ns);
+      if (!cron) {
+        throw new ConflictError(`MOCO has not made the backup CronJob ${cronName} of the database yet; retry shortly`, 'database_not_running');
+      }
+      await this.createOnce(mocoBackupJob(db, name, method, cron));
+    });
+  }
+
+  async listBackups(db: ClusterRef): Promise<RepositoryListing> {
+    this.requireBucket();
+    const ns = vpcNamespace(db.vpcId);
+    const [apiVersion, kind] = BACKUP_KIND[db.engine];
+    const [clusterVersion, clusterKind] = CLUSTER_KIND[db.engine];
+    try {
+      const [objects, cluster] = await this.guard(() =>
+        Promise.all([
+          this.listIn<BackupObject>(apiVersion, kind, ns, backupSelector(db.id)),
+          this.read<BackedUpCluster & KubernetesObject>(clusterVersion, clusterKind, names(db.shortId).cluster, ns),
+        ]),
+      );
+      return (db.engine === 'postgresql' ? cnpgListing : mocoListing)(objects, cluster, new Date());
+    } catch (err) {
+      // The kind not served: the operator is not installed, so nothing can be known of its backups.
+      if (statusOf(err) !== 404) throw err;
+      return { readable: false, error: `the cluster does not serve ${kind} (${apiVersion})`, backups: [], archiving: false, archivedUntil: null };
+    }
+  }
+
+  async deleteBackup(db: ClusterRef, backup: { name: string; ref: string | null }): Promise<void> {
+    const { store, s3 } = this.requireBucket();
+    const ns = vpcNamespace(db.vpcId);
+    const objectName = backupObjectName(db.shortId, backup.name);
+    const [apiVersion, kind] = BACKUP_KIND[db.engine];
+    const object = await this.guard(() => this.read<BackupObject & KubernetesObject>(apiVersion, kind, objectName, ns));
+    // The data first, then the object: the listing shows the backup until both are gone.
+    if (db.engine === 'postgresql') {
+      const backupId = backup.ref ?? object?.status?.backupId;
+      if (backupId) await this.inBucket(() => deleteCnpgBackup(s3, store, db, backupId));
+    } else {
+      const span = mocoSpan(backup, object);
+      if (span) await this.inBucket(() => deleteMocoBackups(s3, db, span.from, span.to));
+    }
+    await this.guard(() => this.remove(apiVersion, kind, objectName, ns));
+  }
+
+  async purgeBackups(db: ClusterRef): Promise<void> {
+    // Without a store no backup was ever written: there is nothing to purge.
+    if (!this.opts.backupStore) return;
+    const { store, s3 } = this.requireBucket();
+    await this.inBucket(() => purgeRepository(s3, store, db));
+    const ns = vpcNamespace(db.vpcId);
+    const [apiVersion, kind] = BACKUP_KIND[db.engine];
+    await this.guard(async () => {
+      let objects: KubernetesObject[];
+      try {
+        objects = await this.listIn<KubernetesObject>(apiVersion, kind, ns, backupSelector(db.id));
+      } catch (err) {
+        if (statusOf(err) === 404) return;
+        throw err;
+      }
+      for (const o of objects) await this.remove(apiVersion, kind, o.metadata!.name!, ns);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.bucket?.s3.close();
+  }
+}
+
+/**
+ * The span in which MOCO made a backup's folder: from its start (its name is its start
+ * time, on Pier's clock; the Job's creation, on the cluster's) to its end (its ref, or the
+ * Job's own end when the ref is not known yet).
+ */
+function mocoSpan(backup: { name: string; ref: string | null }, job: BackupObject | undefined): { from: Date; to: Date } | null {
+  const starts = [mocoFolderTime(backup.name.slice(0, 15)), job?.metadata?.creationTimestamp ? new Date(job.metadata.creationTimestamp) : null];
+  const from = starts.filter((d): d is Date => d !== null).sort((a, b) => a.getTime() - b.getTime())[0];
+  const end = backup.ref ?? (job ? mocoListing([job], {}, new Date()).backups[0]?.ref : null);
+  return from && end ? { from, to: new Date(end) } : null;
 }

@@ -7,8 +7,11 @@ export interface EngineCapabilities {
   defaultVersion: string;
   /** Human name of the server that runs, for messages ("PostgreSQL", "MariaDB"). */
   server: string;
-  /** Bounds of `replicas`: read replicas for postgresql, cluster members for mysql. */
-  replicas: { min: number; max: number; default: number };
+  /**
+   * Bounds of `replicas`: read replicas for postgresql, cluster members for mysql.
+   * `shrinks`: whether a running database's count may go down (MOCO only adds instances).
+   */
+  replicas: { min: number; max: number; default: number; shrinks: boolean };
 }
 
 export interface ClusterCapabilities {

@@ -5,6 +5,7 @@
 import type { InstanceType } from '@pier/kit';
 import type { ClusterCapabilities } from './capabilities.ts';
 import type { Engine } from './database.ts';
+import type { BackupMethod, BackupStatus } from './backup.ts';
 import type { Observation } from './status.ts';
 
 /** Everything an adapter needs to run one database. */
@@ -21,9 +22,58 @@ export interface ClusterDatabase {
   externalAccessEnabled: boolean;
   /** Allowlist CIDRs (normalised); empty means no restriction. */
   allowlist: string[];
+  /**
+   * Set on a database made from another's backup: its data comes from there when it is
+   * first created (later applies change nothing of it).
+   */
+  restore: RestoreSpec | null;
 }
 
 export type ClusterRef = Pick<ClusterDatabase, 'id' | 'shortId' | 'vpcId' | 'engine'>;
+
+export interface RestoreSpec {
+  /** The database whose backup repository holds the backup (it may be deleted by now). */
+  source: ClusterRef;
+  backupName: string;
+  /**
+   * The repository's id of the backup to restore. Null with a target time: the backup
+   * tool restores the newest backup that ended before it.
+   */
+  backupRef: string | null;
+  /** postgresql: recover to this instant; null recovers to the end of the backup. */
+  targetTime: Date | null;
+}
+
+/** One backup as the database's repository (and the server taking it) knows it. */
+export interface RepositoryBackup {
+  name: string;
+  /** As recorded with the backup; null when the repository does not say. */
+  method: BackupMethod | null;
+  status: BackupStatus;
+  /** The repository's own id (pgBackRest's label), for restores and deletes. */
+  ref: string | null;
+  sizeBytes: number | null;
+  startedAt: Date;
+  completedAt: Date | null;
+  error: string | null;
+}
+
+export interface RepositoryListing {
+  /**
+   * False when the repository could not be read (a store out of reach, refused
+   * credentials): `backups` is then empty and proves nothing.
+   */
+  readable: boolean;
+  error?: string;
+  backups: RepositoryBackup[];
+  /**
+   * postgresql: the server is up and its WAL archiving keeps up, so every instant until
+   * now can be recovered once the archive is sealed (the SQL port's `sealArchive`).
+   */
+  archiving: boolean;
+  /** postgresql: the last time a WAL segment reached the archive, when known. */
+  archivedUntil: Date | null;
+}
 
 /** Where and as whom the control plane talks SQL to a database (console, schema, slow queries). */
 export interface SqlTarget {
@@ -79,5 +129,18 @@ export interface DatabaseCluster {
   /** Endpoints it routes and the live credentials, read from the cluster. */
   connection(db: ClusterDatabase): Promise<{ endpoints: Endpoints; credentials: Credentials }>;
   sqlTarget(db: ClusterRef): Promise<SqlTarget>;
+
+  // Backups. Each database has a place of its own in the backup repository, which
+  // outlives the database (a deleted database's backups are kept until purged).
+
+  /** Starts a full backup named `name` in the background; starting the same name again does nothing. */
+  startBackup(db: ClusterRef, name: string, method: BackupMethod): Promise<void>;
+  /** The database's backups, finished and running, as its repository holds them. */
+  listBackups(db: ClusterRef): Promise<RepositoryListing>;
+  /** Removes one backup from the repository; one already gone is not an error. */
+  deleteBackup(db: ClusterRef, backup: { name: string; ref: string | null }): Promise<void>;
+  /** Deletes every backup and the archive of a database deleted past its retention. Idempotent. */
+  purgeBackups(db: ClusterRef): Promise<void>;
+
   close(): Promise<void>;
 }

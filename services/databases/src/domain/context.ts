@@ -2,9 +2,10 @@
 // lookups they share.
 import { ConflictError, UnavailableError, isUuid, type KeyedMutex, type Logger } from '@pier/kit';
 import type { ClusterDatabase, ClusterRef, DatabaseCluster } from './cluster-port.ts';
-import type { ConsoleLimits, SqlEngine } from './sql-port.ts';
+import type { ConsoleLimits, PostgresSqlEngine, SqlEngine } from './sql-port.ts';
 import type { DatabasesStore } from './store-port.ts';
-import type { DatabaseRecord, Engine, PendingChange } from './database.ts';
+import type { VpcDirectory } from './vpc-directory.ts';
+import type { DatabaseRecord, PendingChange } from './database.ts';
 import { databaseDeleting, databaseNotFound } from './errors.ts';
 
 export interface Scope {
@@ -27,12 +28,15 @@ export interface Deadlines {
    * restart on an external-access toggle takes up to 90 s); the reconciler leaves it alone.
    */
   pendingGraceMs: number;
+  /** A deleted database's backups (and archive) are kept this long, then purged. */
+  deletedBackupsMs: number;
 }
 
 export interface DatabasesContext {
   store: DatabasesStore;
   cluster: DatabaseCluster;
-  sql: Record<Engine, SqlEngine>;
+  sql: { postgresql: PostgresSqlEngine; mysql: SqlEngine };
+  vpcs: VpcDirectory;
   domains: ExternalDomains;
   console: ConsoleLimits;
   log: Logger;
@@ -50,6 +54,7 @@ export function refOf(db: DatabaseRecord): ClusterRef {
 
 /** What the cluster should run for `db`, with `change` (a pending PATCH) applied when given. */
 export function clusterView(db: DatabaseRecord, allowlist: string[], change: PendingChange | null = null): ClusterDatabase {
+  const source = db.restoreSource;
   return {
     id: db.id,
     shortId: db.shortId,
@@ -59,9 +64,16 @@ export function clusterView(db: DatabaseRecord, allowlist: string[], change: Pen
     version: db.version,
     instanceType: change?.instanceType ?? db.instanceType,
     storageGb: change?.storageGb ?? db.storageGb,
-    replicas: db.replicas,
+    // A pending change written before replicas could change carries none.
+    replicas: change?.replicas ?? db.replicas,
     externalAccessEnabled: change?.externalAccessEnabled ?? db.externalAccessEnabled,
     allowlist,
+    restore: source && {
+      source: { id: source.databaseId, shortId: source.shortId, vpcId: source.vpcId, engine: source.engine },
+      backupName: source.backupName,
+      backupRef: source.backupRef,
+      targetTime: source.targetTime ? new Date(source.targetTime) : null,
+    },
   };
 }
 
@@ -79,6 +91,21 @@ export async function findDatabase(ctx: DatabasesContext, scope: Scope, id: stri
   const db = isUuid(id) ? await ctx.store.get(scope.vpcId, id.toLowerCase()) : undefined;
   if (!db || db.workspaceId !== scope.workspaceId) throw databaseNotFound();
   return db;
+}
+
+/**
+ * A database whose backups may be listed and restored: one clients see, or one deleted
+ * less than the retention ago (so an accidental delete can be undone by a restore).
+ */
+export async function findWithBackups(ctx: DatabasesContext, scope: Scope, id: string): Promise<DatabaseRecord> {
+  try {
+    return await findDatabase(ctx, scope, id);
+  } catch (err) {
+    const since = new Date(ctx.now().getTime() - ctx.deadlines.deletedBackupsMs);
+    const deleted = isUuid(id) ? await ctx.store.deletedSince(scope.vpcId, id.toLowerCase(), since) : undefined;
+    if (!deleted || deleted.workspaceId !== scope.workspaceId) throw err;
+    return deleted;
+  }
 }
 
 /** A database that can still be changed: 404 when unknown, 409 while it is being deleted. */

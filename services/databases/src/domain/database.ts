@@ -1,5 +1,6 @@
 // The records the databases service keeps, and the names derived from them.
 import type { InstanceType } from '@pier/kit';
+import type { RestoreSource } from './backup.ts';
 
 export const ENGINES = ['postgresql', 'mysql'] as const;
 export type Engine = (typeof ENGINES)[number];
@@ -29,15 +30,25 @@ export interface DatabaseRecord {
   /** A resize or external-access change asked of the cluster and not yet committed. */
   pendingChange: PendingChange | null;
   pendingSince: Date | null;
+  /** Set on a database made from another's backup (restore, fork). */
+  restoreSource: RestoreSource | null;
+  /**
+   * postgresql: the archive was made complete up to this instant when the database was
+   * deleted (the end of its recovery window from then on); null when that could not be done.
+   */
+  archivedUntil: Date | null;
   createdAt: Date;
   updatedAt: Date;
+  /** Soft deletion: the record stays, out of every list, while its backups are kept. */
+  deletedAt: Date | null;
 }
 
-/** The part of a database the cluster runs that PATCH can change. */
+/** The part of a database the cluster runs that PATCH (and PATCH replicas) can change. */
 export interface PendingChange {
   instanceType: InstanceType;
   storageGb: number;
   externalAccessEnabled: boolean;
+  replicas: number;
 }
 
 /**

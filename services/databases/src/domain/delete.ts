@@ -4,6 +4,7 @@
 import { crashPoint } from '@pier/kit';
 import type { DatabaseRecord } from './database.ts';
 import { events } from './events.ts';
+import { sealArchive } from './backups.ts';
 import { findDatabase, refOf, type DatabasesContext, type Scope } from './context.ts';
 
 export async function deleteDatabase(ctx: DatabasesContext, scope: Scope, id: string): Promise<DatabaseRecord> {
@@ -33,6 +34,7 @@ export function teardown(ctx: DatabasesContext, db: DatabaseRecord): Promise<voi
 
 /** The teardown itself; the caller holds the database's lock (the reconciler does). */
 export async function finishTeardown(ctx: DatabasesContext, db: DatabaseRecord): Promise<void> {
+  await sealBeforeDelete(ctx, db);
   await ctx.cluster.delete(refOf(db));
   crashPoint('databases.teardown.deleted');
   const gone = await ctx.store.transaction(async (tx) => {
@@ -43,4 +45,20 @@ export async function finishTeardown(ctx: DatabasesContext, db: DatabaseRecord):
     return true;
   });
   if (gone) ctx.eventsWritten();
+}
+
+/**
+ * The backups outlive the database (until purged): a postgresql archive sealed now makes
+ * every instant until the delete recoverable, and that instant ends the recovery window
+ * from then on. Best effort: a server that is not running has nothing more to archive.
+ */
+async function sealBeforeDelete(ctx: DatabasesContext, db: DatabaseRecord): Promise<void> {
+  if (db.engine !== 'postgresql') return;
+  try {
+    const at = ctx.now();
+    await sealArchive(ctx, db);
+    await ctx.store.setArchivedUntil(db.id, at);
+  } catch (err) {
+    ctx.log.info({ err: String(err), id: db.id }, 'could not seal the archive before deleting; its recovery window ends at its last archived segment');
+  }
 }

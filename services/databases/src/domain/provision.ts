@@ -1,12 +1,14 @@
-// Provisioning, pending first: the row is written invisible (so a duplicate name is a 409
-// before the cluster is touched), the cluster is asked outside any transaction, and one
-// transaction then makes the database visible together with its `database.created` event.
-// A failed cluster call removes the row again (503, no record, no event); a crash in
+// Provisioning, and the creation of a database from a backup (restore.ts), pending first:
+// the row is written invisible (so a duplicate name is a 409 before the cluster is
+// touched), the cluster is asked outside any transaction, and one transaction then makes
+// the database visible together with its schedule and its `database.created` event. A
+// failed cluster call removes the row again (503, no record, no event); a crash in
 // between leaves the invisible row, which the reconciler undoes.
 import { randomUUID } from 'node:crypto';
-import { crashPoint } from '@pier/kit';
+import { crashPoint, nextFireTime } from '@pier/kit';
 import { shortIdOf, type DatabaseRecord } from './database.ts';
-import { resolveProvision, type ProvisionInput } from './rules.ts';
+import { defaultSchedule, RETENTION_COUNT, type RestoreSource } from './backup.ts';
+import { resolveProvision, type ProvisionInput, type ProvisionSpec } from './rules.ts';
 import { ShortIdTaken } from './errors.ts';
 import { events } from './events.ts';
 import { clusterView, refOf, type DatabasesContext, type Scope } from './context.ts';
@@ -14,15 +16,26 @@ import { clusterView, refOf, type DatabasesContext, type Scope } from './context
 /** Draws of a fresh UUID when its short id is taken by a live database. */
 const SHORT_ID_ATTEMPTS = 5;
 
-export async function provisionDatabase(ctx: DatabasesContext, scope: Scope, input: ProvisionInput): Promise<DatabaseRecord> {
-  const spec = resolveProvision(input, ctx.cluster.capabilities);
+export function provisionDatabase(ctx: DatabasesContext, scope: Scope, input: ProvisionInput): Promise<DatabaseRecord> {
+  return createDatabase(ctx, scope, resolveProvision(input, ctx.cluster.capabilities), null);
+}
+
+/** A new database of `spec` in `scope`, empty or made from another's backup (`source`). */
+export async function createDatabase(ctx: DatabasesContext, scope: Scope, spec: ProvisionSpec, source: RestoreSource | null): Promise<DatabaseRecord> {
   for (let attempt = 1; ; attempt++) {
     const id = randomUUID();
     // Held from before the row exists, so the reconciler never takes a request's own row for a crash's.
     const done = await ctx.locks.run(id, async () => {
       let row: DatabaseRecord;
       try {
-        row = await ctx.store.insertUnprovisioned({ id, shortId: shortIdOf(id), workspaceId: scope.workspaceId, vpcId: scope.vpcId, ...spec });
+        row = await ctx.store.insertUnprovisioned({
+          id,
+          shortId: shortIdOf(id),
+          workspaceId: scope.workspaceId,
+          vpcId: scope.vpcId,
+          ...spec,
+          restoreSource: source,
+        });
       } catch (err) {
         if (err instanceof ShortIdTaken && attempt < SHORT_ID_ATTEMPTS) return undefined;
         throw err;
@@ -46,6 +59,15 @@ async function provisionRow(ctx: DatabasesContext, row: DatabaseRecord): Promise
   crashPoint('databases.provision.applied');
   const db = await ctx.store.transaction(async (tx) => {
     const visible = await tx.markProvisioned(row.id);
+    // Backed up from the start, on the documented default schedule.
+    const schedule = defaultSchedule(visible.id);
+    await tx.putSchedule({
+      databaseId: visible.id,
+      schedule,
+      retentionCount: RETENTION_COUNT.default,
+      enabled: true,
+      nextRunAt: nextFireTime(schedule, ctx.now()),
+    });
     await tx.event(events.created(visible));
     return visible;
   });

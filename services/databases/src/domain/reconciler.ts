@@ -6,6 +6,8 @@
 //   pending change on a row         finished: re-applied (apply converges), then committed
 //   rule `adding`                   undone: the cluster given the set without it, row deleted
 //   rule `removing`                 finished: the cluster given the set without it, row deleted
+//   backup written pending          finished: started (a start of the same name does nothing), committed
+//   backup marked deleting          finished: removed from the repository, record deleted
 //   database `deleting`             finished: torn down, then soft-deleted
 //   database `creating`             resynced, so `running` is published without a read
 //   cluster objects without a live record (this installation's only): deleted
@@ -19,6 +21,7 @@ import { undoProvision } from './provision.ts';
 import { finishPendingChange } from './update.ts';
 import { settlePendingRules } from './allowlist.ts';
 import { finishTeardown } from './delete.ts';
+import { finishBackupDelete, finishPendingBackup } from './backups.ts';
 import { resynced } from './live-status.ts';
 
 /** The sweep lists the whole cluster, so it runs at start-up and then every Nth pass. */
@@ -73,6 +76,18 @@ export class Reconciler {
       ruleDatabases,
       (id) => id,
       (id) => settlePendingRules(this.ctx, id),
+    );
+    await this.each(
+      'start a backup',
+      await store.pendingBackups(before),
+      (b) => b.databaseId,
+      (b) => finishPendingBackup(this.ctx, b),
+    );
+    await this.each(
+      'delete a backup',
+      await store.deletingBackups(before),
+      (b) => b.databaseId,
+      (b) => finishBackupDelete(this.ctx, b),
     );
     await this.each(
       'tear down',

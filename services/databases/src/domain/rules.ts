@@ -78,19 +78,25 @@ export function resolveProvision(input: ProvisionInput, caps: ClusterCapabilitie
     );
   }
 
-  const replicas = input.replicas ?? engineCaps.replicas.default;
+  const replicas = checkReplicas(engine, input.replicas ?? engineCaps.replicas.default, caps);
+
+  return { name, engine, instanceType, storageGb, version, replicas, externalAccessEnabled: input.external_access_enabled ?? false };
+}
+
+/**
+ * `replicas`: postgresql read replicas, 0 to the adapter's maximum; mysql instances in the
+ * set (MOCO's meaning), odd only.
+ */
+export function checkReplicas(engine: Engine, replicas: number, caps: ClusterCapabilities): number {
+  const bounds = caps.engines[engine].replicas;
   if (engine === 'mysql' && replicas % 2 === 0) {
     throw invalid('replicas', 'must be an odd number (1, 3, 5, ...) for mysql');
   }
-  if (replicas < engineCaps.replicas.min || replicas > engineCaps.replicas.max) {
-    const range =
-      engineCaps.replicas.min === engineCaps.replicas.max
-        ? `exactly ${engineCaps.replicas.min}`
-        : `between ${engineCaps.replicas.min} and ${engineCaps.replicas.max}`;
+  if (replicas < bounds.min || replicas > bounds.max) {
+    const range = bounds.min === bounds.max ? `exactly ${bounds.min}` : `between ${bounds.min} and ${bounds.max}`;
     throw invalid('replicas', `must be ${range} for ${engine} on the ${caps.adapter} cluster`);
   }
-
-  return { name, engine, instanceType, storageGb, version, replicas, externalAccessEnabled: input.external_access_enabled ?? false };
+  return replicas;
 }
 
 export interface UpdateInput {

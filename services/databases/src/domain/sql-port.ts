@@ -57,3 +57,14 @@ export interface SqlEngine {
   slowQueries(target: SqlTarget, limit: number): Promise<SlowQuery[]>;
   resetSlowQueries(target: SqlTarget): Promise<void>;
 }
+
+/** postgresql's SQL also serves point-in-time recovery (mysql has none here). */
+export interface PostgresSqlEngine extends SqlEngine {
+  /**
+   * Makes every instant until now recoverable from the database's archive: a commit after
+   * it (recovery to a time stops at the first commit past the target, and fails without
+   * one), then the WAL segment holding it switched out and waited for until archived.
+   * UnavailableError when the archive does not take the segment within `timeoutMs`.
+   */
+  sealArchive(target: SqlTarget, timeoutMs: number): Promise<void>;
+}

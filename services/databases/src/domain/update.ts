@@ -1,10 +1,11 @@
-// PATCH: rename, resize, toggle external access. A rename alone is one transaction. A
-// change the cluster must make is recorded as pending on the row first (the new name
-// with it), applied outside any transaction, and then committed with its
-// `database.updated` event. A failed cluster call forgets it (503, nothing changed); a
-// crash in between leaves it pending, and the reconciler finishes it, since apply
-// converges. Changes to one database queue behind each other in this process
-// (ctx.locks) rather than holding a row lock while a server restarts.
+// PATCH: rename, resize, toggle external access; PATCH replicas (replicas.ts) makes its
+// change the same way. A rename alone is one transaction. A change the cluster must make
+// is recorded as pending on the row first (the new name with it), applied outside any
+// transaction, and then committed with its `database.updated` event. A failed cluster
+// call forgets it (503, nothing changed); a crash in between leaves it pending, and the
+// reconciler finishes it, since apply converges. Changes to one database queue behind
+// each other in this process (ctx.locks) rather than holding a row lock while a server
+// restarts.
 import { ConflictError, UnavailableError, crashPoint } from '@pier/kit';
 import type { DatabaseRecord, PendingChange } from './database.ts';
 import { resolveUpdate, touchesCluster, type UpdateInput } from './rules.ts';
@@ -22,18 +23,32 @@ export async function updateDatabase(ctx: DatabasesContext, scope: Scope, id: st
     if (next.externalAccessEnabled !== current.externalAccessEnabled && current.status === 'creating') {
       throw new ConflictError('external access can be changed once the database is running', 'database_not_running');
     }
-    const change: PendingChange = { instanceType: next.instanceType, storageGb: next.storageGb, externalAccessEnabled: next.externalAccessEnabled };
-    const pending = await ctx.store.beginChange(current.id, change, next.name);
-    const allowlist = await activeCidrs(ctx, current.id);
-    try {
-      await ctx.cluster.apply(clusterView(pending, allowlist, change));
-    } catch (err) {
-      await abandonChange(ctx, current, allowlist, err);
-      throw err;
-    }
-    crashPoint('databases.update.applied');
-    return (await commitChange(ctx, current.id)) ?? current;
+    const change: PendingChange = {
+      instanceType: next.instanceType,
+      storageGb: next.storageGb,
+      externalAccessEnabled: next.externalAccessEnabled,
+      replicas: current.replicas,
+    };
+    return changeInCluster(ctx, current, change, next.name);
   });
+}
+
+/**
+ * The pending-first write of a change the cluster must make: recorded as pending (with
+ * `name`, which the cluster never sees), applied outside any transaction, committed with
+ * its event. The caller holds the database's lock.
+ */
+export async function changeInCluster(ctx: DatabasesContext, current: DatabaseRecord, change: PendingChange, name = current.name): Promise<DatabaseRecord> {
+  const pending = await ctx.store.beginChange(current.id, change, name);
+  const allowlist = await activeCidrs(ctx, current.id);
+  try {
+    await ctx.cluster.apply(clusterView(pending, allowlist, change));
+  } catch (err) {
+    await abandonChange(ctx, current, allowlist, err);
+    throw err;
+  }
+  crashPoint('databases.update.applied');
+  return (await commitChange(ctx, current.id)) ?? current;
 }
 
 async function rename(ctx: DatabasesContext, current: DatabaseRecord, name: string): Promise<DatabaseRecord> {

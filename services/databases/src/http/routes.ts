@@ -1,5 +1,5 @@
 import { defineRoute, pageQuery, type Route } from '@pier/kit';
-import type { DatabasesContext, Scope } from '../domain/context.ts';
+import type { DatabasesContext } from '../domain/context.ts';
 import { getDatabase, listDatabases } from '../domain/live-status.ts';
 import { provisionDatabase } from '../domain/provision.ts';
 import { updateDatabase } from '../domain/update.ts';
@@ -8,24 +8,13 @@ import { connectionOf } from '../domain/connection.ts';
 import { addRule, listRules, removeRule } from '../domain/allowlist.ts';
 import { inspectSchema, resetSlowQueries, runQuery, slowQueries } from '../domain/console.ts';
 import { connectionJson, databaseJson, ruleJson } from './shapes.ts';
+import { setReplicas } from '../domain/replicas.ts';
 import * as s from './schemas.ts';
+import { BASE, ONE, TAG, errors, scope } from './route-parts.ts';
 
 // Thin routes: parse (zod, in createServiceApp), call one use case, shape the JSON.
 // Roles as the spec's table says: connection and slow-queries for any member,
-// schema and query for Owner or Admin.
-
-const BASE = '/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/databases';
-const ONE = `${BASE}/{databaseID}`;
-const TAG = 'databases';
-
-const errors = {
-  400: { description: 'invalid request', schema: s.errorBody },
-  403: { description: 'insufficient workspace permissions', schema: s.errorBody },
-  404: { description: 'database not found', schema: s.errorBody },
-  503: { description: 'cluster unreachable; nothing was changed', schema: s.errorBody },
-};
-
-const scope = (p: { workspaceID: string; vpcID: string }): Scope => ({ workspaceId: p.workspaceID, vpcId: p.vpcID });
+// schema and query for Owner or Admin. Backups, restore and fork: backup-routes.ts.
 
 export function databaseRoutes(ctx: DatabasesContext): Route[] {
   return [
@@ -84,6 +73,21 @@ export function databaseRoutes(ctx: DatabasesContext): Route[] {
       params: s.databaseParams,
       responses: { 202: { description: 'accepted; tearing down', schema: s.database }, ...errors },
       handler: async ({ params }) => ({ status: 202, body: databaseJson(await deleteDatabase(ctx, scope(params), params.databaseID)) }),
+    }),
+    defineRoute({
+      method: 'patch',
+      path: `${ONE}/replicas`,
+      summary: 'Change the read replica count (postgresql: 0 to the maximum; mysql: instances, odd)',
+      tag: TAG,
+      access: 'Admin',
+      params: s.databaseParams,
+      body: s.replicasBody,
+      responses: {
+        202: { description: 'accepted; replicas starting or stopping', schema: s.database },
+        409: { description: 'database busy', schema: s.errorBody },
+        ...errors,
+      },
+      handler: async ({ params, body }) => ({ status: 202, body: databaseJson(await setReplicas(ctx, scope(params), params.databaseID, body.replicas)) }),
     }),
     defineRoute({
       method: 'get',

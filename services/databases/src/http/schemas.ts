@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ENGINES, STATUSES } from '../domain/database.ts';
+import { BACKUP_METHODS, BACKUP_STATUSES, RETENTION_COUNT } from '../domain/backup.ts';
 import { INSTANCE_TYPE_NAMES } from '@pier/kit';
 
 // Request and response contracts of the databases API. The same schemas validate
@@ -8,11 +9,12 @@ import { INSTANCE_TYPE_NAMES } from '@pier/kit';
 export const vpcParams = z.object({ workspaceID: z.string(), vpcID: z.string() });
 export const databaseParams = vpcParams.extend({ databaseID: z.string() });
 export const ruleParams = databaseParams.extend({ ruleID: z.string() });
+export const backupParams = databaseParams.extend({ backupName: z.string() });
 
 /** Versions are strings ("15", "10.11"); a bare number is taken as its text. */
 const version = z.union([z.string().min(1).max(20), z.number()]).transform(String);
 
-export const provisionBody = z.object({
+export const provisionBody = z.strictObject({
   name: z.string().optional(),
   engine: z.enum(ENGINES).optional(),
   instance_type: z.enum(INSTANCE_TYPE_NAMES).optional(),
@@ -23,20 +25,45 @@ export const provisionBody = z.object({
   external_access_enabled: z.boolean().optional(),
 });
 
-export const updateBody = z.object({
+export const updateBody = z.strictObject({
   name: z.string().optional(),
   instance_type: z.enum(INSTANCE_TYPE_NAMES).optional(),
   storage_gb: z.number().int().optional(),
   external_access_enabled: z.boolean().optional(),
 });
 
-export const ruleBody = z.object({
+// Backups, restore, fork, replicas. Unknown fields are refused; the domain checks the
+// values (each error names its field).
+export const takeBackupBody = z.strictObject({});
+
+export const restoreBody = z.strictObject({
+  name: z.string({ error: 'is required: the name of the new database' }),
+  backup_name: z.string().min(1).max(100).optional(),
+  target_time: z.string().max(64).optional().describe('postgresql: recover to this instant (ISO 8601 with a zone)'),
+});
+
+export const scheduleBody = z.strictObject({
+  schedule: z.string().max(200).optional().describe('5-field cron, UTC'),
+  retention_count: z.number().int().optional().describe(`completed scheduled backups kept, ${RETENTION_COUNT.min}-${RETENTION_COUNT.max}`),
+  enabled: z.boolean().optional(),
+});
+
+export const forkBody = z.strictObject({
+  name: z.string({ error: 'is required: the name of the new database' }),
+  target_vpc_id: z.string().max(100).optional().describe("a VPC of the same workspace (default: the source's)"),
+});
+
+export const replicasBody = z.strictObject({
+  replicas: z.number({ error: 'is required: an integer' }).int(),
+});
+
+export const ruleBody = z.strictObject({
   cidr: z.string({ error: 'is required (a CIDR block such as 203.0.113.0/24 or 2001:db8::/48)' }),
   description: z.string().max(200).optional(),
 });
 
 export const QUERY_MAX_CHARS = 100_000;
-export const queryBody = z.object({
+export const queryBody = z.strictObject({
   sql: z.string().trim().min(1, 'is required: one SQL statement').max(QUERY_MAX_CHARS),
 });
 
@@ -62,8 +89,39 @@ export const database = z.object({
   external_access_enabled: z.boolean(),
   status: z.enum(STATUSES),
   status_reason: z.string().nullable(),
+  source: z
+    .object({ kind: z.enum(['restore', 'fork']), database_id: z.string(), backup_name: z.string(), target_time: z.string().nullable() })
+    .nullable()
+    .describe('what a database made from a backup (restore, fork) was made from'),
   created_at: z.string(),
   updated_at: z.string(),
+});
+
+export const backup = z.object({
+  name: z.string(),
+  database_id: z.string(),
+  status: z.enum(BACKUP_STATUSES),
+  method: z.enum(BACKUP_METHODS),
+  size_bytes: z.number().int().nullable().describe('bytes stored in the backup repository (compressed)'),
+  started_at: z.string(),
+  completed_at: z.string().nullable(),
+  error: z.string().nullable(),
+});
+
+export const backupList = z.object({
+  items: z.array(backup),
+  next_cursor: z.string().nullable(),
+  recovery_window: z
+    .object({ earliest: z.string(), latest: z.string() })
+    .nullable()
+    .describe('postgresql: the span target_time may take; null for mysql or while nothing is recoverable'),
+});
+
+export const schedule = z.object({
+  schedule: z.string(),
+  retention_count: z.number().int(),
+  enabled: z.boolean(),
+  next_run_at: z.string().nullable(),
 });
 
 export const databaseList = z.object({ items: z.array(database), next_cursor: z.string().nullable() });

@@ -2,6 +2,7 @@
 // connection's external endpoints follow the spec's URL shapes and are given only with
 // external access on.
 import type { AllowlistRule, DatabaseRecord, Engine } from '../domain/database.ts';
+import type { BackupRecord, BackupSchedule, RecoveryWindow } from '../domain/backup.ts';
 import type { Credentials } from '../domain/cluster-port.ts';
 import type { ConnectionDetails } from '../domain/connection.ts';
 
@@ -21,9 +22,36 @@ export function databaseJson(db: DatabaseRecord): Record<string, unknown> {
     external_access_enabled: db.externalAccessEnabled,
     status: db.status,
     status_reason: db.status === 'error' ? db.statusReason : null,
+    source: db.restoreSource && {
+      kind: db.restoreSource.kind,
+      database_id: db.restoreSource.databaseId,
+      backup_name: db.restoreSource.backupName,
+      target_time: db.restoreSource.targetTime,
+    },
     created_at: db.createdAt.toISOString(),
     updated_at: db.updatedAt.toISOString(),
   };
+}
+
+export function backupJson(b: BackupRecord): Record<string, unknown> {
+  return {
+    name: b.name,
+    database_id: b.databaseId,
+    status: b.status,
+    method: b.method,
+    size_bytes: b.sizeBytes,
+    started_at: b.startedAt.toISOString(),
+    completed_at: b.completedAt?.toISOString() ?? null,
+    error: b.error,
+  };
+}
+
+export function windowJson(w: RecoveryWindow | null): Record<string, unknown> | null {
+  return w && { earliest: w.earliest.toISOString(), latest: w.latest.toISOString() };
+}
+
+export function scheduleJson(s: BackupSchedule): Record<string, unknown> {
+  return { schedule: s.schedule, retention_count: s.retentionCount, enabled: s.enabled, next_run_at: s.nextRunAt?.toISOString() ?? null };
 }
 
 export function ruleJson(rule: AllowlistRule): Record<string, unknown> {

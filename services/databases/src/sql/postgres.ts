@@ -2,7 +2,7 @@ import pg from 'pg';
 import Cursor from 'pg-cursor';
 import { InputError, UnavailableError } from '@pier/kit';
 import type { SqlTarget } from '../domain/cluster-port.ts';
-import type { ConsoleLimits, QueryResult, SlowQuery, SqlEngine, TableSchema } from '../domain/sql-port.ts';
+import type { ConsoleLimits, PostgresSqlEngine, QueryResult, SlowQuery, TableSchema } from '../domain/sql-port.ts';
 
 // PostgreSQL side of the console, schema inspector and slow-query log. The control
 // plane logs in as `pier_console`; console statements run as the app user (role set at
@@ -124,7 +124,7 @@ async function withClient<T>(pools: SessionPools, t: SqlTarget, opts: SessionOpt
   }
 }
 
-export class PostgresSql implements SqlEngine {
+export class PostgresSql implements PostgresSqlEngine {
   private readonly pools = new SessionPools();
 
   /** Closes the console's pooled connections (service shutdown). */
@@ -222,6 +222,27 @@ export class PostgresSql implements SqlEngine {
         [limit],
       );
       return rows.map((r) => ({ query: r.query, calls: r.calls, mean_time_ms: ms(r.mean), max_time_ms: ms(r.max), total_time_ms: ms(r.total), rows: r.rows }));
+    });
+  }
+
+  async sealArchive(t: SqlTarget, timeoutMs: number): Promise<void> {
+    await withClient(this.pools, t, { runAsApp: false }, async (client) => {
+      // A transaction with an xid of its own writes a commit record: the one after the target.
+      await client.query('SELECT txid_current()');
+      // pg_walfile_name of the switch's end position names the segment just completed.
+      const { rows } = await client.query<{ file: string }>('SELECT pg_walfile_name(pg_switch_wal()) AS file');
+      const file = rows[0]!.file;
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const { rows: seen } = await client.query<{ last: string | null }>('SELECT last_archived_wal AS last FROM pg_stat_archiver');
+        // Segment names of one timeline sort in WAL order; history files ("...history") after them.
+        const last = seen[0]?.last;
+        if (last && /^[0-9A-F]{24}$/.test(last) && last >= file) return;
+        if (Date.now() > deadline) {
+          throw new UnavailableError(`the WAL archive has not taken segment ${file} within ${Math.round(timeoutMs / 1000)} s`, 'backup_repository_unavailable');
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
     });
   }
 

@@ -1,7 +1,8 @@
 import { keysetPage, mapPage, translatePgError, writeEvent, type Knex, type Page, type PageRequest, type PierEvent } from '@pier/kit';
 import type { AllowlistRule, DatabaseRecord, DatabaseStatus, PendingChange, RuleState } from '../domain/database.ts';
-import { fromRow, ruleFromRow, type DatabaseRow, type RuleRow } from './rows.ts';
-import type { DatabasesStore, NewDatabase } from '../domain/store-port.ts';
+import type { BackupMethod, BackupRecord, BackupSchedule, BackupStatus } from '../domain/backup.ts';
+import { backupFromRow, fromRow, ruleFromRow, scheduleFromRow, type BackupRow, type DatabaseRow, type RuleRow, type ScheduleRow } from './rows.ts';
+import type { AdoptedBackup, BackupSync, DatabasesStore, NewDatabase } from '../domain/store-port.ts';
 import { ShortIdTaken } from '../domain/errors.ts';
 
 const NAME_TAKEN = 'a database with this name already exists in the VPC';
@@ -79,6 +80,7 @@ export class KnexDatabasesStore implements DatabasesStore {
           version: d.version,
           replicas: d.replicas,
           external_access_enabled: d.externalAccessEnabled,
+          restore_source: d.restoreSource && JSON.stringify(d.restoreSource),
           status: 'creating',
           provisioned: false,
         })
@@ -104,6 +106,10 @@ export class KnexDatabasesStore implements DatabasesStore {
   async unprovisioned(createdBefore: Date): Promise<DatabaseRecord[]> {
     const rows = (await this.live().where({ provisioned: false }).where('created_at', '<', createdBefore).orderBy('created_at')) as DatabaseRow[];
     return rows.map(fromRow);
+  }
+
+  async nameTaken(vpcId: string, name: string): Promise<boolean> {
+    return (await this.live().where({ vpc_id: vpcId, name }).first('id')) !== undefined;
   }
 
   async rename(id: string, name: string): Promise<DatabaseRecord> {
@@ -132,6 +138,8 @@ export class KnexDatabasesStore implements DatabasesStore {
           instance_type: this.db.raw("pending_change->>'instanceType'"),
           storage_gb: this.db.raw("(pending_change->>'storageGb')::int"),
           external_access_enabled: this.db.raw("(pending_change->>'externalAccessEnabled')::boolean"),
+          // A change recorded before replicas could change carries none.
+          replicas: this.db.raw("coalesce((pending_change->>'replicas')::int, replicas)"),
           pending_change: null,
           pending_since: null,
           updated_at: this.db.fn.now(),
@@ -200,6 +208,194 @@ export class KnexDatabasesStore implements DatabasesStore {
   async pendingRules(since: Date): Promise<AllowlistRule[]> {
     const rows = (await this.db<RuleRow>('allowlist_rules').whereNot({ state: 'active' }).where('updated_at', '<', since).orderBy('updated_at')) as RuleRow[];
     return rows.map(ruleFromRow);
+  }
+
+  async deletedSince(vpcId: string, id: string, since: Date): Promise<DatabaseRecord | undefined> {
+    const row = (await this.db<DatabaseRow>('databases')
+      .where({ vpc_id: vpcId, id, provisioned: true })
+      .where('deleted_at', '>=', since)
+      .whereNull('backups_purged_at')
+      .first()) as DatabaseRow | undefined;
+    return row && fromRow(row);
+  }
+
+  async setArchivedUntil(id: string, at: Date): Promise<void> {
+    await this.db('databases').where({ id }).update({ archived_until: at });
+  }
+
+  async purgeDue(before: Date): Promise<DatabaseRecord[]> {
+    const rows = (await this.db<DatabaseRow>('databases')
+      .whereNotNull('deleted_at')
+      .where('deleted_at', '<', before)
+      .whereNull('backups_purged_at')
+      .orderBy('deleted_at')) as DatabaseRow[];
+    return rows.map(fromRow);
+  }
+
+  async markPurged(id: string): Promise<void> {
+    await this.db('backups').where({ database_id: id }).delete();
+    await this.db('backup_schedules').where({ database_id: id }).delete();
+    await this.db('databases').where({ id }).update({ backups_purged_at: this.db.fn.now() });
+  }
+
+  async restoringFrom(sourceId: string): Promise<DatabaseRecord[]> {
+    const rows = (await this.live().where({ status: 'creating' }).whereRaw("restore_source->>'databaseId' = ?", [sourceId])) as DatabaseRow[];
+    return rows.map(fromRow);
+  }
+
+  private backupRows() {
+    return this.db<BackupRow>('backups');
+  }
+
+  /** Started backups not being deleted: the ones clients see. */
+  private shownBackups(databaseId: string) {
+    return this.backupRows().where({ database_id: databaseId, started: true }).whereNull('deleting_since');
+  }
+
+  private async oneBackup(q: Knex.QueryBuilder): Promise<BackupRecord | undefined> {
+    const [row] = (await q.returning('*')) as BackupRow[];
+    return row && backupFromRow(row);
+  }
+
+  async insertBackup(databaseId: string, name: string, method: BackupMethod): Promise<BackupRecord> {
+    try {
+      return (await this.oneBackup(this.backupRows().insert({ database_id: databaseId, name, method, status: 'running' })))!;
+    } catch (err) {
+      translatePgError(err, { unique: `the database already has a backup named ${name}` });
+    }
+  }
+
+  async markBackupStarted(id: string): Promise<BackupRecord> {
+    const b = await this.oneBackup(this.backupRows().where({ id }).update({ started: true }));
+    if (!b) throw new Error(`backup ${id} vanished while it was started`);
+    return b;
+  }
+
+  async deleteBackupRow(id: string): Promise<boolean> {
+    return (await this.backupRows().where({ id }).delete()) > 0;
+  }
+
+  async backups(databaseId: string): Promise<BackupRecord[]> {
+    const rows = (await this.shownBackups(databaseId).orderBy([
+      { column: 'started_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])) as BackupRow[];
+    return rows.map(backupFromRow);
+  }
+
+  async backupPage(databaseId: string, page: PageRequest): Promise<Page<BackupRecord>> {
+    return mapPage(await keysetPage<BackupRow>(this.shownBackups(databaseId), page, { createdAt: 'started_at', order: 'desc' }), backupFromRow);
+  }
+
+  async backupByName(databaseId: string, name: string): Promise<BackupRecord | undefined> {
+    const row = (await this.backupRows().where({ database_id: databaseId, name }).first()) as BackupRow | undefined;
+    return row && backupFromRow(row);
+  }
+
+  async adoptBackup(databaseId: string, b: AdoptedBackup): Promise<BackupRecord | undefined> {
+    const [row] = (await this.backupRows()
+      .insert({
+        database_id: databaseId,
+        name: b.name,
+        method: b.method,
+        status: b.status,
+        size_bytes: b.sizeBytes,
+        started_at: b.startedAt,
+        completed_at: b.completedAt,
+        error: b.error,
+        ref: b.ref,
+        started: true,
+      })
+      .onConflict(['database_id', 'name'])
+      .ignore()
+      .returning('*')) as BackupRow[];
+    return row && backupFromRow(row);
+  }
+
+  async syncBackup(id: string, from: BackupStatus, sync: BackupSync): Promise<BackupRecord | undefined> {
+    return this.oneBackup(
+      this.backupRows().where({ id, status: from }).update({
+        status: sync.status,
+        size_bytes: sync.sizeBytes,
+        completed_at: sync.completedAt,
+        error: sync.error,
+        ref: sync.ref,
+      }),
+    );
+  }
+
+  async beginBackupDelete(id: string): Promise<BackupRecord | undefined> {
+    return this.oneBackup(this.backupRows().where({ id, started: true }).whereNull('deleting_since').update({ deleting_since: this.db.fn.now() }));
+  }
+
+  async cancelBackupDelete(id: string): Promise<void> {
+    await this.backupRows().where({ id }).update({ deleting_since: null });
+  }
+
+  async pendingBackups(before: Date): Promise<BackupRecord[]> {
+    const rows = (await this.backupRows().where({ started: false }).where('created_at', '<', before).orderBy('created_at')) as BackupRow[];
+    return rows.map(backupFromRow);
+  }
+
+  async deletingBackups(before: Date): Promise<BackupRecord[]> {
+    const rows = (await this.backupRows().where('deleting_since', '<', before).orderBy('deleting_since')) as BackupRow[];
+    return rows.map(backupFromRow);
+  }
+
+  async databasesWithRunningBackups(): Promise<string[]> {
+    const rows = (await this.db('backups as b')
+      .join('databases as d', 'd.id', 'b.database_id')
+      .whereNull('d.deleted_at')
+      .where({ 'b.started': true, 'b.status': 'running' })
+      .distinct('b.database_id')) as { database_id: string }[];
+    return rows.map((r) => r.database_id);
+  }
+
+  async databasesOverRetention(): Promise<string[]> {
+    const rows = (await this.db('backups as b')
+      .join('backup_schedules as s', 's.database_id', 'b.database_id')
+      .join('databases as d', 'd.id', 'b.database_id')
+      .whereNull('d.deleted_at')
+      .where({ 'b.started': true, 'b.status': 'completed', 'b.method': 'scheduled' })
+      .whereNull('b.deleting_since')
+      .groupBy('b.database_id', 's.retention_count')
+      .havingRaw('count(*) > s.retention_count')
+      .select('b.database_id')) as { database_id: string }[];
+    return rows.map((r) => r.database_id);
+  }
+
+  async schedule(databaseId: string): Promise<BackupSchedule | undefined> {
+    const row = (await this.db<ScheduleRow>('backup_schedules').where({ database_id: databaseId }).first()) as ScheduleRow | undefined;
+    return row && scheduleFromRow(row);
+  }
+
+  async putSchedule(s: BackupSchedule): Promise<BackupSchedule> {
+    const values = {
+      database_id: s.databaseId,
+      schedule: s.schedule,
+      retention_count: s.retentionCount,
+      enabled: s.enabled,
+      next_run_at: s.nextRunAt,
+      updated_at: this.db.fn.now(),
+    };
+    const [row] = (await this.db('backup_schedules').insert(values).onConflict('database_id').merge().returning('*')) as ScheduleRow[];
+    return scheduleFromRow(row!);
+  }
+
+  async dueSchedules(now: Date): Promise<BackupSchedule[]> {
+    const rows = (await this.db<ScheduleRow>('backup_schedules as s')
+      .join('databases as d', 'd.id', 's.database_id')
+      .where('s.enabled', true)
+      .where('s.next_run_at', '<=', now)
+      .where('d.provisioned', true)
+      .whereNull('d.deleted_at')
+      .orderBy('s.next_run_at')
+      .select('s.*')) as ScheduleRow[];
+    return rows.map(scheduleFromRow);
+  }
+
+  async setNextRun(databaseId: string, at: Date | null): Promise<void> {
+    await this.db('backup_schedules').where({ database_id: databaseId }).update({ next_run_at: at });
   }
 
   async event(e: PierEvent): Promise<void> {

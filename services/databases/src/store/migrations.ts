@@ -1,4 +1,5 @@
-import { createOutboxTable, type Migration } from '@pier/kit';
+import { createOutboxTable, nextFireTime, type Migration } from '@pier/kit';
+import { BACKUP_METHODS, BACKUP_STATUSES, defaultSchedule, RETENTION_COUNT } from '../domain/backup.ts';
 
 export const SCHEMA = 'databases';
 
@@ -88,6 +89,82 @@ export const migrations: Migration[] = [
         t.dropColumn('provisioned');
         t.dropColumn('pending_change');
         t.dropColumn('pending_since');
+      });
+    },
+  },
+  {
+    name: '0004_backups',
+    async up(db) {
+      const list = (values: readonly string[]) => values.map((v) => `'${v}'`).join(', ');
+      await db.schema.createTable('backups', (t) => {
+        t.uuid('id').primary().defaultTo(db.raw('gen_random_uuid()'));
+        t.uuid('database_id').notNullable().references('id').inTable('databases').onDelete('CASCADE');
+        t.text('name').notNullable();
+        t.text('method').notNullable();
+        t.text('status').notNullable();
+        t.bigint('size_bytes');
+        t.timestamp('started_at', { useTz: true }).notNullable().defaultTo(db.fn.now());
+        t.timestamp('completed_at', { useTz: true });
+        t.text('error');
+        // The repository's own id of the backup (pgBackRest's label).
+        t.text('ref');
+        // Pending first: false until the request that starts it commits.
+        t.boolean('started').notNullable().defaultTo(false);
+        t.timestamp('deleting_since', { useTz: true });
+        t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(db.fn.now());
+        t.unique(['database_id', 'name']);
+        t.index(['database_id', 'started_at', 'id']);
+      });
+      await db.raw(`alter table backups add constraint backups_status check (status in (${list(BACKUP_STATUSES)}))`);
+      await db.raw(`alter table backups add constraint backups_method check (method in (${list(BACKUP_METHODS)}))`);
+      await db.raw('create index backups_pending on backups (created_at) where not started');
+      await db.raw('create index backups_deleting on backups (deleting_since) where deleting_since is not null');
+      await db.raw("create index backups_running on backups (database_id) where started and status = 'running'");
+
+      await db.schema.createTable('backup_schedules', (t) => {
+        t.uuid('database_id').primary().references('id').inTable('databases').onDelete('CASCADE');
+        t.text('schedule').notNullable();
+        t.integer('retention_count').notNullable();
+        t.boolean('enabled').notNullable();
+        t.timestamp('next_run_at', { useTz: true });
+        t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(db.fn.now());
+      });
+      await db.raw(
+        `alter table backup_schedules add constraint backup_schedules_retention check (retention_count between ${RETENTION_COUNT.min} and ${RETENTION_COUNT.max})`,
+      );
+      await db.raw('create index backup_schedules_due on backup_schedules (next_run_at) where enabled');
+
+      await db.schema.alterTable('databases', (t) => {
+        // A database made from another's backup (restore, fork): what it was made from.
+        t.jsonb('restore_source');
+        // postgresql: how far the archive was sealed when the database was deleted.
+        t.timestamp('archived_until', { useTz: true });
+        // A deleted database's backups are kept for a while, then purged.
+        t.timestamp('backups_purged_at', { useTz: true });
+      });
+      await db.raw('create index databases_purge_due on databases (deleted_at) where deleted_at is not null and backups_purged_at is null');
+
+      // Databases that exist already get the default schedule every new one gets.
+      const now = new Date();
+      const live = (await db('databases').whereNull('deleted_at').select('id')) as { id: string }[];
+      for (const { id } of live) {
+        const schedule = defaultSchedule(id);
+        await db('backup_schedules').insert({
+          database_id: id,
+          schedule,
+          retention_count: RETENTION_COUNT.default,
+          enabled: true,
+          next_run_at: nextFireTime(schedule, now),
+        });
+      }
+    },
+    async down(db) {
+      await db.schema.dropTable('backup_schedules');
+      await db.schema.dropTable('backups');
+      await db.schema.alterTable('databases', (t) => {
+        t.dropColumn('restore_source');
+        t.dropColumn('archived_until');
+        t.dropColumn('backups_purged_at');
       });
     },
   },

@@ -1,5 +1,6 @@
 // The databases schema's rows (snake_case, as stored) and the records they become.
 import type { AllowlistRule, DatabaseRecord, DatabaseStatus, PendingChange, RuleState } from '../domain/database.ts';
+import type { BackupMethod, BackupRecord, BackupSchedule, BackupStatus, RestoreSource } from '../domain/backup.ts';
 
 export interface DatabaseRow {
   id: string;
@@ -18,8 +19,11 @@ export interface DatabaseRow {
   provisioned: boolean;
   pending_change: PendingChange | null;
   pending_since: Date | null;
+  restore_source: RestoreSource | null;
+  archived_until: Date | null;
   created_at: Date;
   updated_at: Date;
+  deleted_at: Date | null;
 }
 
 export interface RuleRow {
@@ -49,8 +53,11 @@ export const fromRow = (r: DatabaseRow): DatabaseRecord => ({
   provisioned: r.provisioned,
   pendingChange: r.pending_change,
   pendingSince: r.pending_since,
+  restoreSource: r.restore_source,
+  archivedUntil: r.archived_until,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
+  deletedAt: r.deleted_at,
 });
 
 export const ruleFromRow = (r: RuleRow): AllowlistRule => ({
@@ -61,4 +68,52 @@ export const ruleFromRow = (r: RuleRow): AllowlistRule => ({
   state: r.state,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
+});
+
+export interface BackupRow {
+  id: string;
+  database_id: string;
+  name: string;
+  method: BackupMethod;
+  status: BackupStatus;
+  /** bigint: pg hands it over as a string. */
+  size_bytes: string | number | null;
+  started_at: Date;
+  completed_at: Date | null;
+  error: string | null;
+  ref: string | null;
+  started: boolean;
+  deleting_since: Date | null;
+  created_at: Date;
+}
+
+export const backupFromRow = (r: BackupRow): BackupRecord => ({
+  id: r.id,
+  databaseId: r.database_id,
+  name: r.name,
+  status: r.status,
+  method: r.method,
+  sizeBytes: r.size_bytes === null ? null : Number(r.size_bytes),
+  startedAt: r.started_at,
+  completedAt: r.completed_at,
+  error: r.error,
+  ref: r.ref,
+  started: r.started,
+  deletingSince: r.deleting_since,
+});
+
+export interface ScheduleRow {
+  database_id: string;
+  schedule: string;
+  retention_count: number;
+  enabled: boolean;
+  next_run_at: Date | null;
+}
+
+export const scheduleFromRow = (r: ScheduleRow): BackupSchedule => ({
+  databaseId: r.database_id,
+  schedule: r.schedule,
+  retentionCount: r.retention_count,
+  enabled: r.enabled,
+  nextRunAt: r.next_run_at,
 });

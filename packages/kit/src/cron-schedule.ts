@@ -1,8 +1,9 @@
 import { CronExpressionParser } from 'cron-parser';
 
-// Kubernetes CronJobs take the five-field Vixie syntax and these macros, nothing finer; the
-// docker adapter's scheduler accepts exactly the same, so a service moves between clusters
-// without its schedule changing meaning. cron-parser alone would also take a seconds field.
+// Cron schedules as Kubernetes CronJobs take them: compute's cron services and the
+// databases' backup schedules. Five-field Vixie syntax and these macros, nothing finer;
+// the docker adapters accept exactly the same, so a schedule keeps its meaning whichever
+// cluster runs it. cron-parser alone would also take a seconds field.
 const MACROS = new Set(['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly']);
 
 /** Why `expr` is not a schedule we run, or undefined when it is one. */

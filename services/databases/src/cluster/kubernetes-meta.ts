@@ -1,0 +1,98 @@
+import { vpcNamespace } from '@pier/kit';
+import type { ClusterRef } from '../domain/cluster-port.ts';
+import type { S3Store } from './backup-store.ts';
+
+// What every manifest of the kubernetes adapter shares: the kinds, the names derived from
+// a database's short id, and the labels that find its objects again.
+
+export type Manifest = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  [k: string]: unknown;
+};
+
+export const CNPG = 'postgresql.cnpg.io/v1';
+export const MOCO = 'moco.cybozu.com/v1beta2';
+
+export const LABELS = {
+  managedBy: 'app.kubernetes.io/managed-by',
+  component: 'app.kubernetes.io/component',
+  database: 'pier.dev/database-id',
+  vpc: 'pier.dev/vpc-id',
+  workspace: 'pier.dev/workspace-id',
+  engine: 'pier.dev/engine',
+  /** Set by the adapter on everything it applies (but namespaces, which services share). */
+  installation: 'pier.dev/installation',
+  backupName: 'pier.dev/backup-name',
+  backupMethod: 'pier.dev/backup-method',
+} as const;
+
+/** What a database runs on: listed by `observe` and `list` (the sweep). */
+export const SELECTOR = `${LABELS.managedBy}=pier,${LABELS.component}=database`;
+
+/**
+ * The backups of a database (CloudNativePG Backups, MOCO backup Jobs). A component of
+ * their own: they outlive the database until its backups are purged, so neither the
+ * status reads nor the sweep of orphans may count them as the database's.
+ */
+export const BACKUP_COMPONENT = 'database-backup';
+export const backupSelector = (databaseId: string) => `${LABELS.managedBy}=pier,${LABELS.component}=${BACKUP_COMPONENT},${LABELS.database}=${databaseId}`;
+
+export interface KubernetesSettings {
+  storageClass?: string;
+  /** Addresses pods (the control plane included) connect from inside the cluster. */
+  clusterNetworks: string[];
+  postgresImage: (version: string) => string;
+  mysqlImage: (version: string) => string;
+  /** Where backups go; without it no database has backups (nor can be restored). */
+  backupStore?: S3Store;
+}
+
+export const names = (shortId: string) => {
+  const cluster = `db-${shortId}`;
+  return {
+    cluster,
+    appSecret: `${cluster}-app`,
+    consoleSecret: `${cluster}-console`,
+    poolerRw: `${cluster}-pooler-rw`,
+    poolerRo: `${cluster}-pooler-ro`,
+    external: `${cluster}-external`,
+    externalRo: `${cluster}-external-ro`,
+    initJob: `${cluster}-init`,
+    /** The backup store's keys (and CA), for the operators' backup tools. */
+    storeSecret: `${cluster}-backup-store`,
+    /** MOCO: the BackupPolicy and the ServiceAccount its Jobs run as. */
+    backupPolicy: `${cluster}-backup`,
+    backupAccount: `${cluster}-backup`,
+    /** A restored database: the Job that makes the restored data its own, and (postgresql) the login it uses. */
+    restoreJob: `${cluster}-restore`,
+    restoreSecret: `${cluster}-restore`,
+    // What the operators create from the cluster's name.
+    pgRw: `${cluster}-rw`,
+    pgRo: `${cluster}-ro`,
+    pgR: `${cluster}-r`,
+    mocoPrimary: `moco-${cluster}-primary`,
+    mocoReplica: `moco-${cluster}-replica`,
+    mocoSecret: `moco-${cluster}`,
+    mocoBackupCronJob: `moco-backup-${cluster}`,
+  };
+};
+
+export function meta(db: ClusterRef & { workspaceId?: string }, name: string) {
+  return {
+    name,
+    namespace: vpcNamespace(db.vpcId),
+    labels: {
+      [LABELS.managedBy]: 'pier',
+      [LABELS.component]: 'database',
+      [LABELS.database]: db.id,
+      [LABELS.vpc]: db.vpcId,
+      [LABELS.engine]: db.engine,
+      ...(db.workspaceId ? { [LABELS.workspace]: db.workspaceId } : {}),
+    },
+  };
+}
+
+/** `KEY` from a Secret, as a container's environment variable. */
+export const secretEnv = (name: string, secret: string, key: string) => ({ name, valueFrom: { secretKeyRef: { name: secret, key } } });
