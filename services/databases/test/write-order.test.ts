@@ -105,6 +105,37 @@ describe('with the cluster unreachable', () => {
     expect(await events()).toEqual(expect.arrayContaining(['database.allowlist_rule_added', 'database.allowlist_rule_removed']));
   });
 
+  it('refuses a backup, a restore, a fork, a replica and a backup delete with 503, writing nothing', async () => {
+    await link.up();
+    const taken = await h.request('POST', `${one}/backups`, {});
+    expect(taken.status).toBe(202);
+    await until(
+      () => h.request('GET', `${one}/backups`).then((r) => r.body.items?.[0]?.status),
+      (st) => st === 'completed',
+      90_000,
+    );
+    const backups = () => adminQuery(h.db.adminUrl, 'select name, started, deleting_since from databases.backups order by created_at');
+    const databases = () => adminQuery(h.db.adminUrl, 'select id from databases.databases order by created_at');
+    const [rowsBefore, dbsBefore, eventsBefore] = [await backups(), await databases(), await events()];
+
+    await link.down();
+    for (const [method, path, body] of [
+      ['POST', `${one}/backups`, {}],
+      ['POST', `${one}/backups/restore`, { name: 'copy' }],
+      ['POST', `${one}/fork`, { name: 'copy' }],
+      ['PATCH', `${one}/replicas`, { replicas: 1 }],
+      ['DELETE', `${one}/backups/${taken.body.name}`, undefined],
+    ] as const) {
+      const res = await h.request(method, path, body);
+      expect(res.status, `${method} ${path}`).toBe(503);
+      expect(await backups()).toEqual(rowsBefore);
+      expect(await databases()).toEqual(dbsBefore);
+    }
+    expect((await row()).pending_change).toBeNull();
+    expect(await events()).toEqual(eventsBefore);
+    await link.up();
+  }, 120_000);
+
   it('refuses a delete with 503 and keeps the database', async () => {
     await link.down();
     const res = await h.request('DELETE', one);

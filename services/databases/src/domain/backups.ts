@@ -109,16 +109,21 @@ export interface Resynced {
  * once (compare-and-set on the status).
  */
 export async function resyncBackups(ctx: DatabasesContext, db: DatabaseRecord): Promise<Resynced> {
+  // The records first, the repository after: every record judged existed before the
+  // listing was taken (a started backup is in its server's states before its record
+  // commits), so a listing older than a record can neither miss it nor move it backwards.
+  const records = await ctx.store.backups(db.id);
   const listing = await ctx.cluster.listBackups(refOf(db));
   if (!listing.readable) {
     throw new UnavailableError(`the backup repository cannot be read: ${listing.error ?? 'no reason given'}`, 'backup_repository_unavailable');
   }
-  const records = await ctx.store.backups(db.id);
   const inRepository = new Map(listing.backups.map((b) => [b.name, b]));
   const known = new Set(records.map((r) => r.name));
   const finished: BackupRecord[] = [];
   for (const r of records) {
     const seen = inRepository.get(r.name);
+    // A finished backup never runs again, whatever an older listing may say.
+    if (seen?.status === 'running' && r.status !== 'running') continue;
     const sync = seen
       ? { status: seen.status, sizeBytes: seen.sizeBytes, completedAt: seen.completedAt, error: seen.error, ref: seen.ref }
       : r.status === 'failed'
