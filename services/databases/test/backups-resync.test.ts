@@ -3,9 +3,9 @@
 // recorded the completion) must not move a finished backup back to running, nor emit its
 // events twice. The docker adapter is wrapped so that one read gets such a listing.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { DockerCluster } from '../src/cluster/docker.ts';
+import type { DockerCluster } from '../src/cluster/docker.ts';
 import type { RepositoryListing } from '../src/domain/cluster-port.ts';
-import { adminQuery, BACKUP_REPOSITORY, CONTAINER_LABELS, databaseChecks, startDatabases, type Databases } from './support.ts';
+import { adminQuery, databaseChecks, startDatabases, testDockerCluster, type Databases } from './support.ts';
 
 let h: Databases;
 let real: DockerCluster;
@@ -13,19 +13,11 @@ let real: DockerCluster;
 let stale: RepositoryListing | undefined;
 
 beforeAll(async () => {
-  const labels = Object.fromEntries(CONTAINER_LABELS.split(',').map((kv) => kv.split('=') as [string, string]));
   h = await startDatabases(
     {},
     {
       cluster: (installation) => {
-        real = new DockerCluster({
-          installation,
-          labels,
-          postgresImage: 'pier/pg-managed:15',
-          mysqlImage: 'pier/mariadb:10.11',
-          publishAddress: '127.0.0.1',
-          repository: BACKUP_REPOSITORY,
-        });
+        real = testDockerCluster({ installation });
         const wrapped = Object.create(real) as DockerCluster;
         wrapped.listBackups = async (db) => {
           const given = stale;

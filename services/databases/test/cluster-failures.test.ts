@@ -4,8 +4,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import Docker from 'dockerode';
 import pg from 'pg';
-import { DockerCluster } from '../src/cluster/docker.ts';
-import { startDatabases, until, BACKUP_REPOSITORY, type Databases } from './support.ts';
+import { startDatabases, testDockerCluster, until, type Databases } from './support.ts';
 
 const harnesses: Databases[] = [];
 afterAll(async () => {
@@ -24,13 +23,7 @@ async function rows(h: Databases, table: string): Promise<number> {
 
 describe('an unreachable docker engine', () => {
   it('refuses provisioning with 503 and writes nothing', async () => {
-    const cluster = new DockerCluster({
-      docker: new Docker({ socketPath: '/nonexistent/docker.sock' }),
-      postgresImage: 'pier/pg-managed:15',
-      mysqlImage: 'pier/mariadb:10.11',
-      publishAddress: '127.0.0.1',
-      repository: BACKUP_REPOSITORY,
-    });
+    const cluster = testDockerCluster({ docker: new Docker({ socketPath: '/nonexistent/docker.sock' }) });
     const h = await startDatabases({}, { cluster: () => cluster });
     harnesses.push(h);
     const res = await h.request('POST', h.base, { name: 'nowhere' });
@@ -77,13 +70,7 @@ function countingDocker(): { docker: Docker; calls: string[] } {
 describe('a database stopped outside Pier', () => {
   it('is resynced to error on the next read, and to running once it is back', async () => {
     const counted = countingDocker();
-    const cluster = new DockerCluster({
-      docker: counted.docker,
-      postgresImage: 'pier/pg-managed:15',
-      mysqlImage: 'pier/mariadb:10.11',
-      publishAddress: '127.0.0.1',
-      repository: BACKUP_REPOSITORY,
-    });
+    const cluster = testDockerCluster({ docker: counted.docker });
     // Without the installation's label the adapter lists nothing to sweep, and the
     // reconciler's passes are far apart: the only Engine API calls counted are the list's.
     const h = await startDatabases({ PIER_DATABASES_RECONCILE_INTERVAL_MS: '600000' }, { cluster: () => cluster });

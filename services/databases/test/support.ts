@@ -23,6 +23,7 @@ import {
   type TestDatabase,
 } from '@pier/testing';
 import { start, readConfig, type StartOptions } from '../src/index.ts';
+import { DockerCluster, type DockerClusterOptions } from '../src/cluster/docker.ts';
 
 export { infra, until, docker, adminQuery, removeVpcObjects, type TestDatabase } from '@pier/testing';
 import { until } from '@pier/testing';
@@ -34,6 +35,21 @@ export const CONTAINER_LABELS = Object.entries(testLabels())
 
 /** The docker adapter's backup repository in these tests: the run's volume. */
 export const BACKUP_REPOSITORY = { kind: 'volume', volume: TEST_BACKUP_VOLUME } as const;
+
+/**
+ * A docker adapter as the tests build it themselves (to count its calls, cut its socket,
+ * wrap a method): the local images, the run's labels and repository, and `over`.
+ */
+export function testDockerCluster(over: Partial<DockerClusterOptions> = {}): DockerCluster {
+  return new DockerCluster({
+    labels: testLabels(),
+    postgresImage: 'pier/pg-managed:15',
+    mysqlImage: 'pier/mariadb:10.11',
+    publishAddress: '127.0.0.1',
+    repository: BACKUP_REPOSITORY,
+    ...over,
+  });
+}
 
 export interface Databases extends ServiceUnderTest<RunningService> {
   /** Base path of the databases API in the harness's workspace/VPC. */

@@ -3,9 +3,8 @@
 // installation label, are never touched (many services share one Docker engine in tests).
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { DockerCluster } from '../src/cluster/docker.ts';
 import type { ClusterDatabase } from '../src/domain/cluster-port.ts';
-import { adminQuery, docker, installationObjects, startDatabases, until, CONTAINER_LABELS, BACKUP_REPOSITORY, type Databases } from './support.ts';
+import { adminQuery, docker, installationObjects, startDatabases, testDockerCluster, until, CONTAINER_LABELS, type Databases } from './support.ts';
 
 const labels = Object.fromEntries(CONTAINER_LABELS.split(',').map((kv) => kv.split('=') as [string, string]));
 let h: Databases;
@@ -19,15 +18,7 @@ afterAll(async () => {
   await h?.stop();
 });
 
-const adapter = (inst: string | undefined) =>
-  new DockerCluster({
-    installation: inst,
-    labels,
-    postgresImage: 'pier/pg-managed:15',
-    mysqlImage: 'pier/mariadb:10.11',
-    publishAddress: '127.0.0.1',
-    repository: BACKUP_REPOSITORY,
-  });
+const adapter = (inst: string | undefined) => testDockerCluster({ installation: inst });
 
 function database(): ClusterDatabase {
   const id = randomUUID();

@@ -5,8 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Docker from 'dockerode';
 import { socketLink } from '@pier/testing';
-import { DockerCluster } from '../src/cluster/docker.ts';
-import { adminQuery, docker, startDatabases, until, CONTAINER_LABELS, BACKUP_REPOSITORY, type Databases } from './support.ts';
+import { adminQuery, docker, startDatabases, testDockerCluster, until, type Databases } from './support.ts';
 
 const link = socketLink({ path: '/var/run/docker.sock' });
 let h: Databases;
@@ -15,20 +14,10 @@ let id: string;
 
 beforeAll(async () => {
   await link.up();
-  const labels = Object.fromEntries(CONTAINER_LABELS.split(',').map((kv) => kv.split('=') as [string, string]));
   h = await startDatabases(
     {},
     {
-      cluster: (installation) =>
-        new DockerCluster({
-          docker: new Docker({ socketPath: link.address }),
-          installation,
-          labels,
-          postgresImage: 'pier/pg-managed:15',
-          mysqlImage: 'pier/mariadb:10.11',
-          publishAddress: '127.0.0.1',
-          repository: BACKUP_REPOSITORY,
-        }),
+      cluster: (installation) => testDockerCluster({ docker: new Docker({ socketPath: link.address }), installation }),
     },
   );
   const res = await h.request('POST', h.base, { name: 'steady' });
