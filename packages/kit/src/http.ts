@@ -1,8 +1,9 @@
 import express, { type Express, type Request, type Response, type NextFunction } from 'express';
 import { randomUUID } from 'node:crypto';
+import { Transform, type Readable } from 'node:stream';
 import { z } from 'zod';
 import type { Logger } from './logger.ts';
-import { PierError, InputError, NotFoundError, ForbiddenError, errorBody, httpStatusOf } from './errors.ts';
+import { PierError, InputError, NotFoundError, ForbiddenError, PayloadTooLargeError, errorBody, httpStatusOf } from './errors.ts';
 import { IDENTITY_HEADER, type Identity, type IdentityVerifier } from './identity.ts';
 import { requireRole, type Requirement } from './roles.ts';
 import { pgErrorOf } from './pg-errors.ts';
@@ -23,6 +24,19 @@ export interface RouteInput<P, Q, B> {
   identityToken: string;
   requestId: string;
   log: Logger;
+  /** Aborted when the client goes away: a streamed answer (`events`) stops then. */
+  signal: AbortSignal;
+  /**
+   * The request body as it arrives, for a route with `rawBody`: reading past the route's
+   * limit fails the stream with a PayloadTooLargeError (a 413).
+   */
+  stream?: Readable;
+}
+
+/** One server-sent event: `data` is sent as JSON. */
+export interface ServerSentEvent {
+  event?: string;
+  data: unknown;
 }
 
 export interface RouteResult {
@@ -30,6 +44,12 @@ export interface RouteResult {
   body?: unknown;
   /** Extra response headers (for example a count a benchmark reads). */
   headers?: Record<string, string>;
+  /**
+   * Instead of a body, a server-sent event stream (`text/event-stream`): each event is
+   * written as it comes, with a keep-alive comment between them, until the iterable ends
+   * or the client goes away.
+   */
+  events?: AsyncIterable<ServerSentEvent>;
 }
 
 /**
@@ -51,7 +71,13 @@ export interface Route<P = any, Q = any, B = any> {
   params?: z.ZodType<P>;
   query?: z.ZodType<Q>;
   body?: z.ZodType<B>;
-  responses: Record<number, { description: string; schema?: z.ZodType }>;
+  /**
+   * A body that is not JSON (an uploaded archive): of one of `contentTypes`, at most
+   * `limitBytes` (more is a 413), handed to the handler as `stream`.
+   */
+  rawBody?: { contentTypes: string[]; limitBytes: number; description: string };
+  /** `contentType`: what the answer is when not JSON (`text/event-stream` for `events`). */
+  responses: Record<number, { description: string; schema?: z.ZodType; contentType?: string }>;
   handler: (input: RouteInput<P, Q, B>) => Promise<RouteResult>;
 }
 
@@ -137,6 +163,8 @@ export interface ServiceAppOptions {
   health?: () => Promise<void>;
   /** Body size bound; bigger bodies get 413. */
   bodyLimit?: string;
+  /** Longest silence on an event stream before a keep-alive comment (default 15 s). */
+  keepAliveMs?: number;
 }
 
 export function createServiceApp(opts: ServiceAppOptions): Express {
@@ -170,7 +198,9 @@ export function createServiceApp(opts: ServiceAppOptions): Express {
         const query = route.query ? parseWith(route.query, req.query, 'query') : {};
         refuseNul(query, 'query');
         let body: unknown = undefined;
-        if (route.body) {
+        let stream: Readable | undefined;
+        if (route.rawBody) stream = rawBodyOf(req, route.rawBody);
+        else if (route.body) {
           // No body at all reads as `{}`, so routes whose fields all have defaults can be
           // called bare; a body that is there but not JSON is refused.
           const sent = req.body ?? (hasNoBody(req) ? {} : undefined);
@@ -179,9 +209,13 @@ export function createServiceApp(opts: ServiceAppOptions): Express {
           refuseNul(body, 'body');
         }
         const log = res.locals.log as Logger;
-        const result = await route.handler({ params, query, body, identity, identityToken, requestId: res.locals.requestId, log });
+        const gone = new AbortController();
+        res.once('close', () => gone.abort());
+        const input = { params, query, body, identity, identityToken, requestId: res.locals.requestId, log, signal: gone.signal, stream };
+        const result = await route.handler(input);
         if (result.headers) res.set(result.headers);
-        if (result.body === undefined) res.status(result.status).end();
+        if (result.events) await writeEvents(res, result.status, result.events, gone.signal, opts.keepAliveMs ?? 15_000);
+        else if (result.body === undefined) res.status(result.status).end();
         else res.status(result.status).json(result.body);
       } catch (err) {
         next(err);
@@ -192,6 +226,45 @@ export function createServiceApp(opts: ServiceAppOptions): Express {
   app.use(notFound());
   app.use(errorHandler(opts.logger));
   return app;
+}
+
+/**
+ * A raw body as a stream that fails once it passes `limitBytes`; a declared length over
+ * it is refused before anything is read, a content type not listed too.
+ */
+function rawBodyOf(req: Request, spec: NonNullable<Route['rawBody']>): Readable {
+  const type = (req.header('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+  if (!spec.contentTypes.includes(type)) {
+    throw new InputError(`request body: Content-Type must be ${spec.contentTypes.join(' or ')}, not ${type || 'missing'}`, 'invalid_content_type');
+  }
+  const tooLarge = () => new PayloadTooLargeError(`request body over the limit of ${spec.limitBytes} bytes`);
+  if (Number(req.header('content-length') ?? 0) > spec.limitBytes) throw tooLarge();
+  let seen = 0;
+  return req.pipe(
+    new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        seen += chunk.length;
+        done(seen > spec.limitBytes ? tooLarge() : null, chunk);
+      },
+    }),
+  );
+}
+
+/** Writes server-sent events until they end or the client goes; a comment when quiet for `keepAliveMs`. */
+async function writeEvents(res: Response, status: number, events: AsyncIterable<ServerSentEvent>, gone: AbortSignal, keepAliveMs: number): Promise<void> {
+  res.writeHead(status, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+  res.flushHeaders();
+  // Proxies and clients that close idle connections see a comment line at least this often.
+  const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), keepAliveMs);
+  try {
+    for await (const e of events) {
+      if (gone.aborted) break;
+      res.write(`${e.event ? `event: ${e.event}\n` : ''}data: ${JSON.stringify(e.data)}\n\n`);
+    }
+  } finally {
+    clearInterval(keepAlive);
+    res.end();
+  }
 }
 
 function hasNoBody(req: Request): boolean {
@@ -262,7 +335,7 @@ function toPierError(err: unknown): PierError {
   if (fromPg) return fromPg;
   const e = err as { type?: string; status?: number; message?: string };
   if (e?.type === 'entity.parse.failed') return new InputError('malformed JSON body', 'malformed_json');
-  if (e?.type === 'entity.too.large') return new PierError('invalid', 'request body too large', 'payload_too_large');
+  if (e?.type === 'entity.too.large') return new PayloadTooLargeError('request body too large');
   if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
     return new InputError('unsupported request encoding', 'invalid_request');
   }
@@ -304,12 +377,16 @@ export function openApiPaths(routes: Route[]): Record<string, Record<string, unk
         Object.entries(r.responses).map(([status, resp]) => [
           status,
           resp.schema
-            ? { description: resp.description, content: { 'application/json': { schema: jsonSchema(resp.schema, 'output') } } }
+            ? { description: resp.description, content: { [resp.contentType ?? 'application/json']: { schema: jsonSchema(resp.schema, 'output') } } }
             : { description: resp.description },
         ]),
       ),
     };
     if (r.body) op.requestBody = { required: true, content: { 'application/json': { schema: jsonSchema(r.body, 'input') } } };
+    if (r.rawBody) {
+      const binary = { schema: { type: 'string', format: 'binary' } };
+      op.requestBody = { required: true, description: r.rawBody.description, content: Object.fromEntries(r.rawBody.contentTypes.map((t) => [t, binary])) };
+    }
     (paths[r.path] ??= {})[r.method] = op;
   }
   return paths;

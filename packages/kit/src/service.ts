@@ -73,6 +73,8 @@ export interface ServiceParts<Extra extends object> {
   /** Checks for GET /healthz beyond the database's own `select 1`. */
   health?: () => Promise<void>;
   bodyLimit?: string;
+  /** Longest silence on an event stream before a keep-alive comment (default 15 s). */
+  keepAliveMs?: number;
   grpc?: { port: number; services: GrpcServiceDefinition[] };
   background?: Background[];
   /** Extra members of the returned handle (levers for operators and tests). */
@@ -124,6 +126,7 @@ export async function startService<Extra extends object = Record<never, never>>(
       verifier,
       routes: parts.routes,
       bodyLimit: parts.bodyLimit,
+      keepAliveMs: parts.keepAliveMs,
       health: async () => {
         await db.raw('select 1');
         await parts.health?.();
