@@ -81,7 +81,7 @@ afterAll(async () => {
 });
 
 const upload = (body: Buffer, type: string) =>
-  fetch(`${url}${base}/uploads`, { method: 'POST', headers: { [IDENTITY_HEADER]: token, 'content-type': type }, body }).then(async (r) => ({
+  fetch(`${url}${base}/uploads`, { method: 'POST', headers: { [IDENTITY_HEADER]: token, 'content-type': type }, body: new Uint8Array(body) }).then(async (r) => ({
     status: r.status,
     body: await r.json(),
   }));
