@@ -196,6 +196,19 @@ describe("the docker adapter's reading of a server's health", () => {
     expect(observeParts([server, pooler])).toMatchObject({ phase: 'failed' });
   });
 
+  it('reads a server that is not ready as the database, whatever the pooler does meanwhile', () => {
+    // A server in a restart loop, caught between two restarts; its pooler exits with it.
+    const pooler = { ...c('pooler', 'Restarting (1) Less than a second ago'), State: 'restarting' } as Docker.ContainerInfo;
+    expect(observeParts([c('server', 'Up Less than a second'), pooler])).toEqual({ phase: 'starting', reason: 'server starting' });
+    const restarting = { ...c('server', 'Restarting (1) 2 seconds ago'), State: 'restarting' } as Docker.ContainerInfo;
+    expect(observeParts([restarting, pooler])).toEqual({ phase: 'failed', reason: 'server keeps exiting (Restarting (1) 2 seconds ago)' });
+    // Once the server is ready, a failing pooler is the database failing.
+    expect(observeParts([c('server', 'Up 1 minute (healthy)'), pooler])).toMatchObject({
+      phase: 'failed',
+      reason: expect.stringMatching(/^pooler keeps exiting/),
+    });
+  });
+
   it('counts replicas: one failing is the database failing, with its number', () => {
     const parts = [c('server', 'Up (healthy)'), c('pooler', 'Up (healthy)'), c('replica', 'Up (health: starting)', { 'pier.replica': '2' })];
     expect(observeParts(parts, new Map([['replica2', 'failed: cloning the primary failed: no pg_hba.conf entry']]))).toEqual({

@@ -28,11 +28,14 @@ export function observeParts(parts: Docker.ContainerInfo[], outputs: Map<string,
   if (server.Labels['pier.engine'] === 'postgresql' && !parts.some((c) => c.Labels['pier.component'] === 'pooler')) {
     return { phase: 'failed', reason: 'the pooler container is missing' };
   }
+  // While the server is not ready, the pooler and the replicas failing around it is its
+  // consequence (a pooler whose server keeps restarting exits too): the server's state is
+  // the database's, and its reason the one worth reading.
+  const first = observeContainer(server, outputs.get(server.Id));
+  if (first.phase !== 'ready') return first;
   const rank: Record<Phase, number> = { ready: 0, starting: 1, failed: 2, absent: 3 };
-  let worst: Observation = { phase: 'ready' };
-  // The server first: when several fail, its reason is the one worth reading.
-  const ordered = [server, ...parts.filter((c) => c !== server)];
-  for (const c of ordered) {
+  let worst: Observation = first;
+  for (const c of parts.filter((c) => c !== server)) {
     const seen = observeContainer(c, outputs.get(c.Id));
     if (rank[seen.phase] > rank[worst.phase]) worst = seen;
   }
