@@ -13,8 +13,8 @@
  * PIER_BENCH_ROUNDS (2), PIER_BENCH_PROFILE (a directory: CPU profiles of auth and gateway).
  *
  * Then the services list (bench/services.ts), database (bench/databases.ts) and database
- * backups (bench/database-backups.ts) benchmarks on the same Postgres and NATS.
- * PIER_BENCH_ONLY=gateway,services,databases,backups picks some.
+ * backups (bench/database-backups.ts) and service logs (bench/logs.ts) benchmarks on the same
+ * Postgres and NATS. PIER_BENCH_ONLY=gateway,services,databases,backups,logs picks some.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -27,6 +27,7 @@ import { startInfra, type Infra } from './infra.ts';
 import { benchServices } from './services.ts';
 import { benchDatabases } from './databases.ts';
 import { benchBackups } from './database-backups.ts';
+import { benchLogs } from './logs.ts';
 import { AuthClient } from '@pier/gateway';
 import { runClosedLoop, runLoad, type LoadResult } from './load.ts';
 import { perRequest, snapshot } from './cpu.ts';
@@ -196,7 +197,7 @@ async function benchGateway(infra: Infra): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const only = new Set((process.env.PIER_BENCH_ONLY ?? 'gateway,services,databases,backups').split(',').map((s) => s.trim()));
+  const only = new Set((process.env.PIER_BENCH_ONLY ?? 'gateway,services,databases,backups,logs').split(',').map((s) => s.trim()));
   const infra = await startInfra();
   try {
     if (only.has('gateway')) await benchGateway(infra);
@@ -212,6 +213,10 @@ async function main(): Promise<void> {
     if (only.has('backups')) {
       console.log('');
       await benchBackups({ infra, log });
+    }
+    if (only.has('logs')) {
+      console.log('');
+      await benchLogs({ infra, log });
     }
   } finally {
     await infra.stop();

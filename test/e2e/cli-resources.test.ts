@@ -1,7 +1,8 @@
 // The built `pier` CLI on real resources: services (create, env with a secret reference,
-// deploy, rollback, restart, update, delete, all with --wait) and databases (create,
+// deploy, rollback, restart, shell, update, delete, all with --wait) and databases (create,
 // connect through the real psql and mysql, query, schema, backups, restore, fork,
 // replicas, allowlist, external access).
+import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DATABASES_ENV, cleanupVpc } from './databases-helpers.ts';
 import { cleanVpcs, containersOf, inspect, TINY_HTTP } from './services-support.ts';
@@ -67,6 +68,33 @@ describe('pier services', () => {
     expect(reasons.slice(0, 3)).toEqual(['restart', 'rollback', 'deploy']);
     const table = await cli.pier(['services', 'deployments', 'web']);
     expect(table.stdout).toMatch(/rollback of [0-9a-f]{8}/);
+  });
+
+  it('runs a command in a replica with the shell, piping stdin, exiting with its status', async () => {
+    const r = await cli.pier(['services', 'shell', 'web', '--', 'sh', '-c', 'echo in the container as $(id -u); exit 4']);
+    expect(r).toMatchObject({ code: 4, stdout: 'in the container as 1000\n' });
+    const piped = await cli.pier(['services', 'shell', 'web', '--', 'wc', '-l'], { input: 'one\ntwo\nthree\n' });
+    expect(piped.code).toBe(0);
+    expect(piped.stdout.trim()).toBe('3');
+    const refused = await cli.pier(['services', 'shell', 'web', '--replica', '9', '--', 'true']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('(replica_not_found)');
+  });
+
+  it('on a terminal (a real pseudo-terminal, from script(1)) the shell is raw, sized and interactive', async () => {
+    // script gives the CLI a terminal of unknown size: the CLI then asks for 80x24.
+    const line = `${process.execPath} ${cli.bin} services shell web`;
+    const r = await new Promise<{ code: number | null; out: string }>((resolve, reject) => {
+      const child = spawn('script', ['-qefc', line, '/dev/null'], { env: { ...process.env, PIER_CONFIG_DIR: cli.dir } });
+      let out = '';
+      child.stdout.on('data', (d) => (out += d));
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, out }));
+      child.stdin.write('stty size; echo "tty: $(tty)"; exit 5\n');
+    });
+    expect(r.out).toContain('24 80');
+    expect(r.out).toMatch(/tty: \/dev\/pts\/\d+/);
+    expect(r.code).toBe(5);
   });
 
   it('updates the configuration, waits for a crash with exit 1, and deletes with --yes --wait', async () => {

@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPlatform, type Api, type Platform } from '../support/platform.ts';
 import { startOidcProvider, type OidcProvider } from '../support/oidc.ts';
+import { memberKey } from '../support/members.ts';
 import { DATABASES_ENV, cleanupVpc, waitForStatus } from './databases-helpers.ts';
 
 const FORBIDDEN = { error: 'insufficient workspace permissions', code: expect.any(String) };
@@ -21,14 +22,7 @@ beforeAll(async () => {
   const ws = p.bootstrap.workspaceId;
   const owner = p.api(p.bootstrap.token);
   keys.owner = p.bootstrap.token;
-  for (const role of ['admin', 'developer', 'viewer'] as const) {
-    const email = `${role}@example.com`;
-    const me = p.api(await oidc.sign(email));
-    const home = await me.post('/api/v1/workspaces', { name: `home-${role}` });
-    const key = await me.post(`/api/v1/workspaces/${home.body.id}/api-keys`, { name: 'laptop' });
-    expect((await owner.post(`/api/v1/workspaces/${ws}/members`, { email, role })).status).toBe(201);
-    keys[role] = key.body.key;
-  }
+  for (const role of ['admin', 'developer', 'viewer'] as const) keys[role] = await memberKey(p, oidc, `${role}@example.com`, role);
   base = `/api/v1/workspaces/${ws}/vpcs/${p.bootstrap.vpcId}/databases`;
   const db = await owner.post(base, { name: 'roles' });
   expect(db.status).toBe(202);

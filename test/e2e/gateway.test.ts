@@ -1,9 +1,8 @@
 // What the gateway itself promises, over real HTTP: request ids, JSON errors, the bearer
 // token never travelling past it nor reaching its logs, WebSocket upgrades authenticated
-// by `access_token`, and 503 when a service is down. Compute has no WebSocket endpoint
-// yet (the exec shell comes with its issue), so for this file compute's route points at a
-// tiny WebSocket echo server that records what reached it; databases' route points at a
-// port where nothing listens.
+// by `access_token`, and 503 when a service is down. To see exactly what passes, compute's
+// route points at a tiny WebSocket echo server that records what reached it (the real
+// shell is test/e2e/exec.test.ts); databases' route points at a port where nothing listens.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPlatform, type Api, type Platform } from '../support/platform.ts';
 import { startOidcProvider, type OidcProvider } from '../support/oidc.ts';
+import { memberKey } from '../support/members.ts';
 import { SecretsClient } from '@pier/secrets';
 import { adminQuery, encodingsOf, findInDatabase, secretRows } from '../../services/secrets/test/support.ts';
 import { captureOutput, type CapturedOutput } from './secrets-support.ts';
@@ -33,16 +34,7 @@ beforeAll(async () => {
   base = `/api/v1/workspaces/${ws}/vpcs/${p.bootstrap.vpcId}/secrets`;
   const owner = p.api(p.bootstrap.token);
   as.owner = owner;
-  for (const role of ['admin', 'developer', 'viewer'] as const) {
-    const email = `secrets-${role}@example.com`;
-    const me = p.api(await oidc.sign(email));
-    const home = await me.post('/api/v1/workspaces', { name: `home-${role}` });
-    expect(home.status).toBe(201);
-    const key = await me.post(`/api/v1/workspaces/${home.body.id}/api-keys`, { name: 'script' });
-    expect(key.status).toBe(201);
-    expect((await owner.post(`/api/v1/workspaces/${ws}/members`, { email, role })).status).toBe(201);
-    as[role] = p.api(key.body.key);
-  }
+  for (const role of ['admin', 'developer', 'viewer'] as const) as[role] = p.api(await memberKey(p, oidc, `secrets-${role}@example.com`, role));
 }, 120_000);
 
 afterAll(async () => {

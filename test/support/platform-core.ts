@@ -33,6 +33,8 @@ export interface PlatformOptions {
   logLevel?: string;
   /** Receives the gateway's log lines (pino JSON), at level `info`, e.g. to check the access log. */
   gatewayLog?: NodeJS.WritableStream;
+  /** Receives compute's log lines (pino JSON), at level `info`. */
+  computeLog?: NodeJS.WritableStream;
 }
 
 export type ServiceName = 'auth' | 'compute' | 'databases' | 'secrets';
@@ -116,9 +118,11 @@ export async function startPlatformAt(opts: PlatformOptions): Promise<Platform> 
             PIER_COMPUTE_HTTP_PORT: '0',
             PIER_SECRETS_GRPC_URL: secretsGrpc,
             PIER_COMPUTE_SERVICE_PRIVATE_KEY: computeKeys.privateJwk,
+            ...(opts.computeLog ? { PIER_LOG_LEVEL: 'info' } : {}),
             ...env.compute,
           }),
         ),
+        { logDestination: opts.computeLog },
       ),
       databases.start(
         databases.readConfig(

@@ -19,6 +19,7 @@
  *   bootstrapEmail   the bootstrap owner (default owner@localhost)
  *   logLevel         every service's log level (default $PIER_TEST_LOG_LEVEL or 'warn')
  *   gatewayLog       a Writable receiving the gateway's pino lines at level info
+ *   computeLog       the same for compute
  *   postgresAdminUrl / natsUrl  default to inject('postgresAdminUrl') / inject('natsUrl'), else
  *                    $PIER_TEST_POSTGRES_URL / $PIER_TEST_NATS_URL
  *

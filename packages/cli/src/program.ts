@@ -1,6 +1,6 @@
 // The `pier` command tree. Each group of commands lives in commands/<group>.ts and is
-// registered here; the endpoints still to come (service logs, exec and builds; database
-// backups, restore, fork and replicas) arrive the same way, one file each.
+// registered here (sub-groups such as `services env`, `logs`, `shell`, `build` by their
+// group's file); a new endpoint's command arrives the same way.
 import { Command, CommanderError } from 'commander';
 import { register as registerAuth } from './commands/auth.ts';
 import { register as registerWorkspaces } from './commands/workspaces.ts';

@@ -7,6 +7,7 @@ import { PierError, InputError, NotFoundError, ForbiddenError, PayloadTooLargeEr
 import { IDENTITY_HEADER, type Identity, type IdentityVerifier } from './identity.ts';
 import { requireRole, type Requirement } from './roles.ts';
 import { pgErrorOf } from './pg-errors.ts';
+import type { UpgradeRoute } from './upgrade.ts';
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 
@@ -135,12 +136,12 @@ function nulPath(value: unknown, path: (string | number)[]): (string | number)[]
   return undefined;
 }
 
-function expressPath(path: string): string {
+export function expressPath(path: string): string {
   return path.replace(/\{(\w+)\}/g, ':$1');
 }
 
 /** Checks that the identity was issued for the workspace and VPC this path names. */
-function checkScope(identity: Identity, params: Record<string, string>, access: Route['access']): void {
+export function checkScope(identity: Identity, params: Record<string, string>, access: Route['access']): void {
   if (access === 'Service') {
     if (identity.kind !== 'service') throw new ForbiddenError('this route is for Pier services only');
     return;
@@ -159,6 +160,8 @@ export interface ServiceAppOptions {
   logger: Logger;
   verifier: IdentityVerifier;
   routes: Route[];
+  /** WebSocket routes (upgrade.ts): in the OpenAPI document, and a 426 to a plain GET. */
+  upgrades?: UpgradeRoute[];
   /** Answers `GET /healthz`; throws when a dependency is down. */
   health?: () => Promise<void>;
   /** Body size bound; bigger bodies get 413. */
@@ -184,8 +187,16 @@ export function createServiceApp(opts: ServiceAppOptions): Express {
     }
   });
   app.get('/internal/openapi', (_req, res) => {
-    res.json(openApiPaths(opts.routes));
+    res.json(openApiPaths(opts.routes, opts.upgrades));
   });
+  for (const u of opts.upgrades ?? []) {
+    app.get(expressPath(u.path), (_req, res) => {
+      res
+        .status(426)
+        .set('upgrade', 'websocket')
+        .json({ error: 'this endpoint upgrades to a WebSocket (Connection: Upgrade, Upgrade: websocket)', code: 'upgrade_required' });
+    });
+  }
 
   for (const route of opts.routes) {
     app[route.method](expressPath(route.path), async (req: Request, res: Response, next: NextFunction) => {
@@ -364,8 +375,26 @@ function parameters(schema: z.ZodType | undefined, location: 'path' | 'query', p
 }
 
 /** The `paths` object of an OpenAPI 3.1 document for these routes. */
-export function openApiPaths(routes: Route[]): Record<string, Record<string, unknown>> {
+export function openApiPaths(routes: Route[], upgrades: UpgradeRoute[] = []): Record<string, Record<string, unknown>> {
   const paths: Record<string, Record<string, unknown>> = {};
+  for (const u of upgrades) {
+    (paths[u.path] ??= {}).get = {
+      summary: u.summary,
+      description: 'A WebSocket upgrade (GET with Connection: Upgrade); the token may come as the `access_token` query parameter.',
+      tags: [u.tag],
+      'x-pier-role': u.access,
+      'x-pier-websocket': true,
+      parameters: [...parameters(u.params, 'path', u.path), ...parameters(u.query, 'query', u.path)],
+      responses: Object.fromEntries(
+        Object.entries(u.responses).map(([status, resp]) => [
+          status,
+          resp.schema
+            ? { description: resp.description, content: { 'application/json': { schema: jsonSchema(resp.schema, 'output') } } }
+            : { description: resp.description },
+        ]),
+      ),
+    };
+  }
   for (const r of routes) {
     if (r.access === 'Service') continue;
     const op: Record<string, unknown> = {

@@ -17,3 +17,7 @@ export * from './instance-types.ts';
 export * from './vpc-usage.ts';
 export * from './periodic.ts';
 export * from './cron-schedule.ts';
+export * from './socket-response.ts';
+export * from './upgrade.ts';
+export * from './url-guard.ts';
+export * from './query-params.ts';

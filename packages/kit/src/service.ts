@@ -6,6 +6,7 @@ import { createLogger, type Logger } from './logger.ts';
 import { IdentityVerifier } from './identity.ts';
 import { OutboxRelay } from './outbox.ts';
 import { createServiceApp, type Route } from './http.ts';
+import { upgradeHandler, type UpgradeRoute } from './upgrade.ts';
 import { startGrpcServer, stopGrpcServer, type GrpcServiceDefinition } from './grpc.ts';
 
 // The one way a Pier service starts and stops. Every service's server.ts is a `wire`
@@ -70,6 +71,8 @@ export interface ServiceRuntime {
 
 export interface ServiceParts<Extra extends object> {
   routes: Route[];
+  /** WebSocket routes (a shell), served on the same port. */
+  upgrades?: UpgradeRoute[];
   /** Checks for GET /healthz beyond the database's own `select 1`. */
   health?: () => Promise<void>;
   bodyLimit?: string;
@@ -125,6 +128,7 @@ export async function startService<Extra extends object = Record<never, never>>(
       logger,
       verifier,
       routes: parts.routes,
+      upgrades: parts.upgrades,
       bodyLimit: parts.bodyLimit,
       keepAliveMs: parts.keepAliveMs,
       health: async () => {
@@ -134,6 +138,12 @@ export async function startService<Extra extends object = Record<never, never>>(
     });
     const { server, port } = await listen(app, spec.httpPort, config.PIER_BIND_HOST);
     life.onStop('HTTP server', () => close(server));
+    if (parts.upgrades?.length) {
+      const upgrades = upgradeHandler({ routes: parts.upgrades, verifier, logger });
+      server.on('upgrade', upgrades.listener);
+      // Stopped before the server: it would wait for the open sockets otherwise.
+      life.onStop('WebSocket sessions', () => upgrades.close());
+    }
     logger.info({ port, grpcPort, ...parts.describe }, `${spec.name} listening`);
     return { name: spec.name, httpPort: port, grpcPort, stop: () => life.stopAll(), ...(parts.extra as Extra) };
   } catch (err) {

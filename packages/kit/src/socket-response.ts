@@ -2,8 +2,9 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 
 /**
- * Answers a WebSocket handshake that we refuse, on the raw socket (there is no
- * ServerResponse for an upgrade), with the same JSON error body as any other response.
+ * Answers a WebSocket handshake that we refuse (the gateway's, a service's upgrade route)
+ * on the raw socket — there is no ServerResponse for an upgrade — with the same JSON
+ * error body as any other response.
  */
 export function writeSocketError(socket: Duplex, status: number, body: unknown, requestId: string): void {
   if (!socket.writable) {

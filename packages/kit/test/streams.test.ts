@@ -81,10 +81,12 @@ afterAll(async () => {
 });
 
 const upload = (body: Buffer, type: string) =>
-  fetch(`${url}${base}/uploads`, { method: 'POST', headers: { [IDENTITY_HEADER]: token, 'content-type': type }, body: new Uint8Array(body) }).then(async (r) => ({
-    status: r.status,
-    body: await r.json(),
-  }));
+  fetch(`${url}${base}/uploads`, { method: 'POST', headers: { [IDENTITY_HEADER]: token, 'content-type': type }, body: new Uint8Array(body) }).then(
+    async (r) => ({
+      status: r.status,
+      body: await r.json(),
+    }),
+  );
 
 describe('a raw request body', () => {
   it('streams to the handler, within its limit', async () => {

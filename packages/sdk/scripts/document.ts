@@ -2,9 +2,9 @@
 // declarations: exactly what GET /api/v1/openapi.json answers on a running platform (a test
 // compares the two), without starting one. Describing a route never calls its handler, so
 // the services' dependencies are stand-ins that fail loudly if anything touches them.
-import { openApiPaths, type Route } from '@pier/kit';
+import { openApiPaths, type Route, type UpgradeRoute } from '@pier/kit';
 import { authRestRoutes } from '@pier/auth';
-import { computeRoutes } from '@pier/compute';
+import { computeRoutes, computeUpgrades } from '@pier/compute';
 import { databasesRoutes } from '@pier/databases';
 import { secretsRoutes } from '@pier/secrets';
 import { mergeOpenApi, type Paths, type Upstream } from '@pier/gateway';
@@ -25,12 +25,12 @@ const unused: never = new Proxy(function standIn() {} as object, {
 }) as never;
 
 /** What a service's /internal/openapi answers: the paths of its routes, as JSON. */
-const described = (routes: Route[]): Paths => JSON.parse(JSON.stringify(openApiPaths(routes))) as Paths;
+const described = (routes: Route[], upgrades: UpgradeRoute[] = []): Paths => JSON.parse(JSON.stringify(openApiPaths(routes, upgrades))) as Paths;
 
 export function buildOpenApiDocument(): Record<string, unknown> {
   const parts: [Upstream, Paths][] = [
     ['auth', described(authRestRoutes(unused))],
-    ['compute', described(computeRoutes(unused))],
+    ['compute', described(computeRoutes(unused), computeUpgrades(unused, unused))],
     ['databases', described(databasesRoutes(unused))],
     ['secrets', described(secretsRoutes(unused, unused))],
   ];

@@ -4430,6 +4430,623 @@ export interface paths {
         };
         trace?: never;
     };
+    "/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/builds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List builds, newest first */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    cursor?: string;
+                };
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    vpcID: string;
+                    serviceID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page of builds */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            items: {
+                                id: string;
+                                service_id: string;
+                                /** @enum {string} */
+                                source: "git" | "upload";
+                                /** @enum {string} */
+                                status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+                                /** @description git builds: the repository, as checked */
+                                repo_url: string | null;
+                                /** @description git builds: the branch, tag or commit asked for (null: the default branch) */
+                                ref: string | null;
+                                /** @description git builds: the commit that was built */
+                                commit_sha: string | null;
+                                dockerfile_path: string;
+                                context_dir: string;
+                                /** @description The image made (set on success) */
+                                image: string | null;
+                                deploy: boolean;
+                                /** @description The deployment the build made, when it deployed */
+                                deployment_id: string | null;
+                                /** @description Why it failed or was cancelled */
+                                error: string | null;
+                                created_at: string;
+                                started_at: string | null;
+                                finished_at: string | null;
+                            }[];
+                            next_cursor: string | null;
+                        };
+                    };
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Service (or build) not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description A service this request needs is unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/builds/{buildID}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Build status */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    vpcID: string;
+                    serviceID: string;
+                    buildID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The build */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            service_id: string;
+                            /** @enum {string} */
+                            source: "git" | "upload";
+                            /** @enum {string} */
+                            status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+                            /** @description git builds: the repository, as checked */
+                            repo_url: string | null;
+                            /** @description git builds: the branch, tag or commit asked for (null: the default branch) */
+                            ref: string | null;
+                            /** @description git builds: the commit that was built */
+                            commit_sha: string | null;
+                            dockerfile_path: string;
+                            context_dir: string;
+                            /** @description The image made (set on success) */
+                            image: string | null;
+                            deploy: boolean;
+                            /** @description The deployment the build made, when it deployed */
+                            deployment_id: string | null;
+                            /** @description Why it failed or was cancelled */
+                            error: string | null;
+                            created_at: string;
+                            started_at: string | null;
+                            finished_at: string | null;
+                        };
+                    };
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Service (or build) not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description A service this request needs is unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/builds/{buildID}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel a queued or running build: it stops at once and leaves no image and no build container */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    vpcID: string;
+                    serviceID: string;
+                    buildID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The build, `cancelled` (or still `running` for the moment it takes to stop) */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            service_id: string;
+                            /** @enum {string} */
+                            source: "git" | "upload";
+                            /** @enum {string} */
+                            status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+                            /** @description git builds: the repository, as checked */
+                            repo_url: string | null;
+                            /** @description git builds: the branch, tag or commit asked for (null: the default branch) */
+                            ref: string | null;
+                            /** @description git builds: the commit that was built */
+                            commit_sha: string | null;
+                            dockerfile_path: string;
+                            context_dir: string;
+                            /** @description The image made (set on success) */
+                            image: string | null;
+                            deploy: boolean;
+                            /** @description The deployment the build made, when it deployed */
+                            deployment_id: string | null;
+                            /** @description Why it failed or was cancelled */
+                            error: string | null;
+                            created_at: string;
+                            started_at: string | null;
+                            finished_at: string | null;
+                        };
+                    };
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Service (or build) not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description The build already finished (`build_finished`) or is deploying its image (`build_deploying`) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description A service this request needs is unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/builds/{buildID}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Build logs: the whole log; with `follow=true` a server-sent event stream (`log` events `{text}`, then one `status` event with the build) that ends when the build does */
+        get: {
+            parameters: {
+                query?: {
+                    follow?: "0" | "1" | "true" | "false";
+                };
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    vpcID: string;
+                    serviceID: string;
+                    buildID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The log (or, with follow=true, a text/event-stream) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            build_id: string;
+                            /** @enum {string} */
+                            status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+                            /** @description The whole log kept so far (clone, build steps, deploy) */
+                            log: string;
+                        };
+                    };
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Service (or build) not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description A service this request needs is unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/builds/git": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Build from a public git repository (https only); with `deploy` (default true) a success becomes a new deployment */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    vpcID: string;
+                    serviceID: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description A public repository: https://host/path (no credentials, no private addresses) */
+                        repo_url: string;
+                        /** @description A branch, a tag or a full commit id (default: the default branch) */
+                        ref?: string | null;
+                        /** @description The Dockerfile, relative to the root of the source (default `Dockerfile`) */
+                        dockerfile_path?: string;
+                        /** @description The build context, relative to the root of the source (default `.`) */
+                        context_dir?: string;
+                        /** @description Deploy the image once built (default true) */
+                        deploy?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description The build, `queued`; it starts when its workspace runs fewer builds than the limit */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            service_id: string;
+                            /** @enum {string} */
+                            source: "git" | "upload";
+                            /** @enum {string} */
+                            status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+                            /** @description git builds: the repository, as checked */
+                            repo_url: string | null;
+                            /** @description git builds: the branch, tag or commit asked for (null: the default branch) */
+                            ref: string | null;
+                            /** @description git builds: the commit that was built */
+                            commit_sha: string | null;
+                            dockerfile_path: string;
+                            context_dir: string;
+                            /** @description The image made (set on success) */
+                            image: string | null;
+                            deploy: boolean;
+                            /** @description The deployment the build made, when it deployed */
+                            deployment_id: string | null;
+                            /** @description Why it failed or was cancelled */
+                            error: string | null;
+                            created_at: string;
+                            started_at: string | null;
+                            finished_at: string | null;
+                        };
+                    };
+                };
+                /** @description Invalid input; `field` names the offending field (`repo_url` for a refused URL, `archive` for a refused archive) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Service (or build) not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description The service is being deleted */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Builds are not available on this cluster (`builds_unavailable`) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/builds/source-upload": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Build from an uploaded archive (the body: a tar or a tar.gz of the source); options as query parameters */
+        post: {
+            parameters: {
+                query?: {
+                    dockerfile_path?: string;
+                    context_dir?: string;
+                    deploy?: "0" | "1" | "true" | "false";
+                };
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    vpcID: string;
+                    serviceID: string;
+                };
+                cookie?: never;
+            };
+            /** @description The source as a tar (`application/x-tar`) or a gzip-compressed tar (`application/gzip`), at most the configured size (default 100 MiB) */
+            requestBody: {
+                content: {
+                    "application/gzip": string;
+                    "application/x-gzip": string;
+                    "application/x-tar": string;
+                };
+            };
+            responses: {
+                /** @description The build, `queued`; it starts when its workspace runs fewer builds than the limit */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            service_id: string;
+                            /** @enum {string} */
+                            source: "git" | "upload";
+                            /** @enum {string} */
+                            status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+                            /** @description git builds: the repository, as checked */
+                            repo_url: string | null;
+                            /** @description git builds: the branch, tag or commit asked for (null: the default branch) */
+                            ref: string | null;
+                            /** @description git builds: the commit that was built */
+                            commit_sha: string | null;
+                            dockerfile_path: string;
+                            context_dir: string;
+                            /** @description The image made (set on success) */
+                            image: string | null;
+                            deploy: boolean;
+                            /** @description The deployment the build made, when it deployed */
+                            deployment_id: string | null;
+                            /** @description Why it failed or was cancelled */
+                            error: string | null;
+                            created_at: string;
+                            started_at: string | null;
+                            finished_at: string | null;
+                        };
+                    };
+                };
+                /** @description Invalid options, or the body is not a valid archive, or holds paths escaping its root, links pointing outside it or devices */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Service (or build) not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description The service is being deleted */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description The archive is over the size limit */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Builds are not available on this cluster (`builds_unavailable`) */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/deploy": {
         parameters: {
             query?: never;
@@ -4907,6 +5524,289 @@ export interface paths {
                 };
             };
         };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/exec": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A shell in a running replica, over a WebSocket: binary frames are stdin and output, text frames JSON control (resize, eof; exit, error)
+         * @description A WebSocket upgrade (GET with Connection: Upgrade); the token may come as the `access_token` query parameter.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    command?: string | string[];
+                    replica?: string;
+                    tty?: "0" | "1" | "true" | "false";
+                    cols?: number;
+                    rows?: number;
+                };
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    vpcID: string;
+                    serviceID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Switching to the WebSocket protocol: the shell is starting */
+                101: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Invalid query */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Owner or Admin only */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Service or replica not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description The service is not running */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description A plain GET: this endpoint only upgrades to a WebSocket */
+                426: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description The cluster cannot be reached */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Recent lines of the service's replicas, oldest first. With follow=true: server-sent events — `line` events (the recent lines, then each new one), `dropped` ({count}) when the client fell too far behind, and a keep-alive comment at least every 15 s */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    replica?: string;
+                    since?: string;
+                    follow?: "true" | "false";
+                };
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    vpcID: string;
+                    serviceID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The lines (or, with follow=true, an event stream) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            items: {
+                                /** @description When the replica printed it: ISO 8601, UTC, to the microsecond */
+                                timestamp: string;
+                                /** @description The replica index on Docker, the pod name on Kubernetes */
+                                replica: string;
+                                deployment_id: string | null;
+                                /**
+                                 * @description Kubernetes does not tell them apart: there every line reads stdout
+                                 * @enum {string}
+                                 */
+                                stream: "stdout" | "stderr";
+                                /** @description The line, without its newline (a line over 256 KiB is cut into several) */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Invalid query; `field` names the parameter */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Service not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description The cluster cannot be reached */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/logs/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Stored lines of a time range (default the last hour), oldest first, kept for the configured retention (default 7 days) */
+        get: {
+            parameters: {
+                query?: {
+                    start?: string;
+                    end?: string;
+                    q?: string;
+                    replica?: string;
+                    limit?: number;
+                    cursor?: string;
+                };
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    vpcID: string;
+                    serviceID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page of lines */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            items: {
+                                /** @description When the replica printed it: ISO 8601, UTC, to the microsecond */
+                                timestamp: string;
+                                /** @description The replica index on Docker, the pod name on Kubernetes */
+                                replica: string;
+                                deployment_id: string | null;
+                                /**
+                                 * @description Kubernetes does not tell them apart: there every line reads stdout
+                                 * @enum {string}
+                                 */
+                                stream: "stdout" | "stderr";
+                                /** @description The line, without its newline (a line over 256 KiB is cut into several) */
+                                message: string;
+                            }[];
+                            next_cursor: string | null;
+                        };
+                    };
+                };
+                /** @description Invalid query; `field` names the parameter */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Service not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description A service this request needs is unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;

@@ -3,17 +3,24 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { Duplex } from 'node:stream';
 import { KINDS, type KindInfo } from './kubernetes-kinds.ts';
+import { FakeExec } from './fake-kubernetes-exec.ts';
+import { FakePodLogs } from './fake-kubernetes-logs.ts';
 
 export { CRDS_DIR, KINDS, validateManifest, type KindInfo } from './kubernetes-kinds.ts';
+export { FakeExec, V4, V5, type FakeExecSession } from './fake-kubernetes-exec.ts';
+export { FakePodLogs } from './fake-kubernetes-logs.ts';
 
 // An in-process stand-in for the Kubernetes API, as much of it as Pier's adapters use (the
 // standards allow Kubernetes, alone, to be faked): discovery, create / replace / server-side
 // apply / get / list / delete of the kinds in KINDS (kubernetes-kinds.ts), equality and
 // set-based label selectors, and a small controller that gives Deployments and CronJobs pods
-// whose status follows what a kubelet would report. Every object received is validated as
+// whose status follows what a kubelet would report (and Jobs one running pod each, ended by
+// the test with finishJob). Every object received is validated as
 // kubernetes-kinds.ts describes; a refused one is answered as the real server would (400/422)
-// and recorded in `invalid`, so a test can assert that none was sent.
+// and recorded in `invalid`, so a test can assert that none was sent. The pod exec
+// subresource is in fake-kubernetes-exec.ts, the pod log subresource in fake-kubernetes-logs.ts.
 
 type Obj = Record<string, any>;
 
@@ -64,6 +71,10 @@ export class FakeKubernetes {
   readonly crashingImages = new Set<string>();
   /** Images no registry has (ErrImagePull). */
   readonly missingImages = new Set<string>();
+  /** The pod exec subresource: its sessions, the subprotocols it accepts. */
+  readonly exec = new FakeExec();
+  /** The pod log subresource: `podLogs.write(namespace, pod, ...lines)` makes a pod print. */
+  readonly podLogs = new FakePodLogs();
   url = '';
   private server?: http.Server;
   private readonly tempDirs: string[] = [];
@@ -72,6 +83,7 @@ export class FakeKubernetes {
 
   async start(): Promise<this> {
     this.server = http.createServer((req, res) => void this.handle(req, res));
+    this.server.on('upgrade', (req, socket, head) => this.upgrade(req, socket, head));
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', () => resolve()));
     this.url = `http://127.0.0.1:${(this.server.address() as { port: number }).port}`;
     return this;
@@ -84,6 +96,8 @@ export class FakeKubernetes {
   async stop(): Promise<void> {
     const server = this.server;
     this.server = undefined;
+    this.exec.stop();
+    this.podLogs.stop();
     if (server) {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -146,12 +160,71 @@ export class FakeKubernetes {
     return this.addPod(namespace, template, { kind: 'Job', name: `${name}-${Date.now()}` });
   }
 
+  /**
+   * The Job controller, as far as tests need it: a Job created through the API gets one pod,
+   * Running (its image started) until the test ends it with finishJob.
+   */
+  private startJob(namespace: string, job: Obj): void {
+    const pod = this.addPod(namespace, job.spec.template, { kind: 'Job', name: job.metadata.name });
+    const c = pod.spec.containers[0];
+    const startedAt = new Date().toISOString();
+    pod.status = {
+      phase: 'Running',
+      startTime: startedAt,
+      conditions: [{ type: 'Ready', status: 'True' }],
+      containerStatuses: [{ name: c.name, image: c.image, imageID: '', ready: true, restartCount: 0, state: { running: { startedAt } } }],
+    };
+    job.status = { active: 1, startTime: startedAt };
+  }
+
+  /** Ends a Job's pod as its container would: the Job then reads Complete, or Failed with `reason`. */
+  finishJob(namespace: string, name: string, outcome: 'succeeded' | 'failed', reason = 'BackoffLimitExceeded'): void {
+    const job = this.get('batch/v1', 'Job', namespace, name);
+    if (!job) throw new Error(`no Job ${namespace}/${name}`);
+    const now = new Date().toISOString();
+    for (const pod of this.list('Pod', namespace).filter((p) => p.metadata.ownerReferences?.[0]?.name === name)) {
+      const c = pod.spec.containers[0];
+      const exitCode = outcome === 'succeeded' ? 0 : 1;
+      pod.status = {
+        phase: outcome === 'succeeded' ? 'Succeeded' : 'Failed',
+        containerStatuses: [
+          {
+            name: c.name,
+            image: c.image,
+            imageID: '',
+            ready: false,
+            restartCount: 0,
+            state: { terminated: { exitCode, reason: exitCode ? 'Error' : 'Completed' } },
+          },
+        ],
+      };
+    }
+    job.status =
+      outcome === 'succeeded'
+        ? { succeeded: 1, startTime: job.status?.startTime, completionTime: now, conditions: [{ type: 'Complete', status: 'True', lastTransitionTime: now }] }
+        : {
+            failed: 1,
+            startTime: job.status?.startTime,
+            conditions: [{ type: 'Failed', status: 'True', reason, message: `Job has reached the specified backoff limit`, lastTransitionTime: now }],
+          };
+  }
+
   /** Recomputes every pod's status (after a Secret changed, say), as the kubelet would on restart. */
   refreshPods(): void {
     for (const pod of this.list('Pod')) pod.status = this.podStatus(pod.metadata.namespace, pod.spec);
   }
 
   // ---------- HTTP ----------
+
+  private upgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
+    socket.on('error', () => undefined);
+    this.requests.push({ method: 'UPGRADE', path: (req.url ?? '/').split('?')[0]!, query: (req.url ?? '').split('?')[1] ?? '' });
+    const m = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/exec(?:\?|$)/.exec(req.url ?? '');
+    if (req.headers.authorization !== `Bearer ${this.token}`) return void socket.end('HTTP/1.1 401 Unauthorized\r\nConnection: close\r\n\r\n');
+    if (!m) return void socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
+    const [, namespace, pod] = m;
+    this.exec.upgrade(req, socket, head, { namespace: namespace!, pod: pod! }, this.get('v1', 'Pod', namespace, pod!));
+  }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://fake');
@@ -202,6 +275,10 @@ export class FakeKubernetes {
       rest.splice(0, 2);
     }
     const [plural, name, ...extra] = rest;
+    if (apiVersion === 'v1' && plural === 'pods' && namespace && name && extra.length === 1 && extra[0] === 'log' && req.method === 'GET') {
+      if (!this.get('v1', 'Pod', namespace, name)) return status(404, 'NotFound', `pods "${name}" not found`);
+      return this.podLogs.serve(namespace, name, url.searchParams, res);
+    }
     const info = KINDS.find((k) => k.apiVersion === apiVersion && k.plural === plural);
     if (!info || extra.length) return status(404, 'NotFound', `the fake does not serve ${req.method} ${url.pathname}`);
     const here = (n: string) => key(apiVersion, info.kind, namespace, n);
@@ -287,16 +364,18 @@ export class FakeKubernetes {
     }
     this.objects.set(key(info.apiVersion, info.kind, namespace, meta.name), obj);
     if (info.kind === 'Deployment' || info.kind === 'HorizontalPodAutoscaler') this.reconcileDeployments(namespace!);
+    if (info.kind === 'Job' && !existing) this.startJob(namespace!, obj);
     return obj;
   }
 
   private remove(o: Obj): void {
+    if (o.kind === 'Pod') this.podLogs.podGone(o.metadata.namespace, o.metadata.name);
     const ns = o.metadata.namespace;
     this.objects.delete(key(o.apiVersion, o.kind, ns, o.metadata.name));
     // Background cascade, as the garbage collector does.
     const owned = (p: Obj) => p.metadata.ownerReferences?.some((r: Obj) => r.name === o.metadata.name || r.name.startsWith(`${o.metadata.name}-`));
     if (o.kind === 'Namespace') for (const x of this.list(undefined, o.metadata.name)) this.remove(x);
-    if (o.kind === 'Deployment' || o.kind === 'CronJob') for (const p of this.list('Pod', ns).filter(owned)) this.remove(p);
+    if (o.kind === 'Deployment' || o.kind === 'CronJob' || o.kind === 'Job') for (const p of this.list('Pod', ns).filter(owned)) this.remove(p);
     if (o.kind === 'HorizontalPodAutoscaler') this.reconcileDeployments(ns);
   }
 

@@ -8,3 +8,8 @@ export * from './fake-kubernetes.ts';
 export * from './socket-link.ts';
 export * from './process.ts';
 export * from './sql-clients.ts';
+export * from './dns-server.ts';
+export * from './url-corpus.ts';
+export * from './shell-client.ts';
+export * from './event-stream.ts';
+export * from './git-server.ts';

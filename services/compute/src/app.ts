@@ -1,11 +1,27 @@
-import { vpcUsageRoute, type Route } from '@pier/kit';
+import { vpcUsageRoute, type Route, type UpgradeRoute } from '@pier/kit';
 import type { ComputeContext } from './domain/context.ts';
 import { countServices } from './domain/services.ts';
 import { serviceRoutes } from './http/service-routes.ts';
 import { rolloutRoutes } from './http/rollout-routes.ts';
 import { envRoutes } from './http/env-routes.ts';
+import { buildRoutes } from './http/build-routes.ts';
+import { logRoutes } from './http/log-routes.ts';
+import { execRoutes } from './http/exec-routes.ts';
+import type { ShellLimits } from './domain/exec.ts';
 
 /** Every route compute serves, built from its dependencies (tests and the skeleton serve them). */
 export function computeRoutes(ctx: ComputeContext): Route[] {
-  return [...serviceRoutes(ctx), ...rolloutRoutes(ctx), ...envRoutes(ctx), vpcUsageRoute((vpcId) => countServices(ctx, vpcId))];
+  return [
+    ...serviceRoutes(ctx),
+    ...rolloutRoutes(ctx),
+    ...envRoutes(ctx),
+    ...buildRoutes(ctx),
+    ...logRoutes(ctx),
+    vpcUsageRoute((vpcId) => countServices(ctx, vpcId)),
+  ];
+}
+
+/** Compute's WebSocket routes (a shell in a replica). */
+export function computeUpgrades(ctx: ComputeContext, limits: ShellLimits): UpgradeRoute[] {
+  return execRoutes(ctx, limits);
 }

@@ -1,5 +1,20 @@
 import { z } from 'zod';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { serviceEnv, port, loadConfig } from '@pier/kit';
+
+/** A comma-separated list (empty by default), each item matching `item` when given. */
+const list = (name: string, item?: RegExp) =>
+  z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean),
+    )
+    .refine((items) => !item || items.every((x) => item.test(x)), `${name} must be a comma-separated list of ip or ip:port`);
 
 export const computeEnv = serviceEnv
   .extend({
@@ -21,6 +36,63 @@ export const computeEnv = serviceEnv
     PIER_COMPUTE_RECONCILE_INTERVAL_MS: z.coerce.number().int().min(100).default(2000),
     /** docker: how often the cron scheduler looks for due runs. */
     PIER_COMPUTE_CRON_INTERVAL_MS: z.coerce.number().int().min(100).default(5000),
+    /** Days service log history is kept (whole days are dropped past it). */
+    PIER_COMPUTE_LOG_RETENTION_DAYS: z.coerce.number().int().min(1, 'PIER_COMPUTE_LOG_RETENTION_DAYS must be at least 1 (days)').default(7),
+    /** Collected log lines stored per batch: a batch is written once this many wait (or every flush interval). */
+    PIER_COMPUTE_LOG_BATCH_LINES: z.coerce.number().int().min(1, 'PIER_COMPUTE_LOG_BATCH_LINES must be at least 1').default(1000),
+    /** How often collected log lines are stored when fewer than a batch wait. */
+    PIER_COMPUTE_LOG_FLUSH_MS: z.coerce.number().int().min(10, 'PIER_COMPUTE_LOG_FLUSH_MS must be at least 10 ms').default(1000),
+    /** How often the cluster is listed for replicas to collect logs from (docker also learns of new ones at once, from its events). */
+    PIER_COMPUTE_LOG_SCAN_MS: z.coerce.number().int().min(100, 'PIER_COMPUTE_LOG_SCAN_MS must be at least 100 ms').default(5000),
+    /** Longest silence on a followed log stream before a keep-alive comment (at most 15 s). */
+    PIER_COMPUTE_SSE_KEEPALIVE_MS: z.coerce.number().int().min(10).max(15_000, 'PIER_COMPUTE_SSE_KEEPALIVE_MS must be 10 to 15000 ms').default(15_000),
+    /** A shell (exec) with no input and no output for this long is ended. */
+    PIER_COMPUTE_EXEC_IDLE_TIMEOUT_SECONDS: z.coerce.number().int().min(1).default(900),
+    /** No shell (exec) lasts longer than this. */
+    PIER_COMPUTE_EXEC_MAX_SECONDS: z.coerce.number().int().min(1).default(3600),
+    /** Builds running at once in one workspace; the others wait in the queue, in order. */
+    PIER_BUILD_CONCURRENCY: z.coerce.number().int().min(1, 'PIER_BUILD_CONCURRENCY must be at least 1 (builds per workspace)').default(2),
+    /** A build (its source fetch included) still running after this long fails with a timeout. */
+    PIER_BUILD_TIMEOUT_SECONDS: z.coerce.number().int().min(1, 'PIER_BUILD_TIMEOUT_SECONDS must be at least 1').default(1800),
+    /** The largest archive POST builds/source-upload takes (a 413 past it); unpacked, it may be five times that. */
+    PIER_BUILD_UPLOAD_LIMIT_BYTES: z.coerce
+      .number()
+      .int()
+      .min(1024, 'PIER_BUILD_UPLOAD_LIMIT_BYTES must be at least 1024')
+      .default(100 * 1024 * 1024),
+    /** Log kept per build, in bytes; the rest is dropped with a note. */
+    PIER_BUILD_LOG_LIMIT_BYTES: z.coerce
+      .number()
+      .int()
+      .min(1024, 'PIER_BUILD_LOG_LIMIT_BYTES must be at least 1024')
+      .default(5 * 1024 * 1024),
+    /**
+     * Hosts (names or IP addresses, comma-separated) a git build may fetch from whatever they
+     * resolve to, private addresses included. Empty by default: only public hosts. Tests list
+     * their local git server here; nothing else should.
+     */
+    PIER_BUILD_ALLOWED_HOSTS: list('PIER_BUILD_ALLOWED_HOSTS'),
+    /** Allow http:// repository URLs besides https:// (`true`/`false`, default false). */
+    PIER_BUILD_ALLOW_HTTP: z
+      .enum(['true', 'false'], { error: 'PIER_BUILD_ALLOW_HTTP must be true or false' })
+      .default('false')
+      .transform((v) => v === 'true'),
+    /** DNS servers (`ip` or `ip:port`, comma-separated) that user-given host names are resolved with; the system's resolver when empty. */
+    PIER_DNS_RESOLVERS: list('PIER_DNS_RESOLVERS', /^(\d{1,3}(\.\d{1,3}){3}(:\d+)?|\[[0-9a-fA-F:]+\](:\d+)?|[0-9a-fA-F:]+)$/),
+    /** Where sources wait for their build (uploads) and are fetched to (git). */
+    PIER_BUILD_WORK_DIR: z.string().min(1).default(path.join(tmpdir(), 'pier-builds')),
+    /** How often the build queue is looked at (it is also looked at when a build is queued). */
+    PIER_BUILD_INTERVAL_MS: z.coerce.number().int().min(100).default(2000),
+    /** docker: memory of a build step's container, in MiB. */
+    PIER_BUILD_MEMORY_MIB: z.coerce.number().int().min(64, 'PIER_BUILD_MEMORY_MIB must be at least 64').default(2048),
+    /** kubernetes: the registry (and path) build Jobs push to, e.g. `registry.example.com/pier`; without it builds answer 503. */
+    PIER_BUILD_REGISTRY: z.string().min(1).optional(),
+    /** kubernetes: the namespace build Jobs run in. */
+    PIER_BUILD_NAMESPACE: z.string().min(1).default('pier-builds'),
+    /** kubernetes: the rootless BuildKit image of build Jobs. */
+    PIER_BUILDKIT_IMAGE: z.string().min(1).default('moby/buildkit:v0.17.3-rootless'),
+    /** kubernetes: a Secret of type kubernetes.io/dockerconfigjson in the build namespace, with the credentials to push. */
+    PIER_BUILD_PUSH_SECRET: z.string().min(1).optional(),
   })
   .superRefine((env, ctx) => {
     if (env.PIER_SECRETS_GRPC_URL && !env.PIER_COMPUTE_SERVICE_PRIVATE_KEY) {

@@ -1,3 +1,3 @@
 export { start } from './server.ts';
 export { readConfig, computeEnv, type ComputeConfig } from './config.ts';
-export { computeRoutes } from './app.ts';
+export { computeRoutes, computeUpgrades } from './app.ts';

@@ -2,11 +2,17 @@ import { KeyedMutex, startService, type RunningService } from '@pier/kit';
 import type { ComputeConfig } from './config.ts';
 import { migrations, SCHEMA } from './store/migrations.ts';
 import { KnexComputeStore } from './store/store.ts';
-import { createCluster } from './cluster/factory.ts';
+import { createCluster, createLogSource, createShell } from './cluster/factory.ts';
+import { KnexLogStore } from './store/log-store.ts';
+import { LogFeed } from './domain/log-feed.ts';
+import { LogCollector } from './domain/log-collector.ts';
+import { LogRetention } from './domain/log-retention.ts';
 import { createSecretsPort } from './secrets/grpc-secrets.ts';
 import type { ComputeContext } from './domain/context.ts';
 import { Reconciler } from './domain/reconciler.ts';
-import { computeRoutes } from './app.ts';
+import { BuildWorker } from './domain/build-worker.ts';
+import { createBuilds } from './build-wiring.ts';
+import { computeRoutes, computeUpgrades } from './app.ts';
 
 export interface StartOptions {
   /** Where log lines go; standard output when absent. */
@@ -30,14 +36,36 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
         store: new KnexComputeStore(db),
         cluster,
         secrets: secrets.port,
+        shell: createShell(config),
+        logs: {
+          source: createLogSource(config, logger),
+          store: new KnexLogStore(db),
+          feed: new LogFeed(),
+          retentionDays: config.PIER_COMPUTE_LOG_RETENTION_DAYS,
+        },
+        builds: createBuilds(config, db, logger),
         log: logger,
         locks: new KeyedMutex(),
         eventsWritten: () => relay.poke(),
         now: () => new Date(),
       };
+      const builds = new BuildWorker(ctx, logger, config.PIER_BUILD_INTERVAL_MS);
+      ctx.builds.runner = builds;
       return {
         routes: computeRoutes(ctx),
-        background: [cluster, new Reconciler(ctx, logger, config.PIER_COMPUTE_RECONCILE_INTERVAL_MS)],
+        upgrades: computeUpgrades(ctx, { idleMs: config.PIER_COMPUTE_EXEC_IDLE_TIMEOUT_SECONDS * 1000, maxMs: config.PIER_COMPUTE_EXEC_MAX_SECONDS * 1000 }),
+        background: [
+          cluster,
+          new Reconciler(ctx, logger, config.PIER_COMPUTE_RECONCILE_INTERVAL_MS),
+          builds,
+          new LogRetention(ctx, logger),
+          new LogCollector(ctx, logger, {
+            batchLines: config.PIER_COMPUTE_LOG_BATCH_LINES,
+            flushMs: config.PIER_COMPUTE_LOG_FLUSH_MS,
+            scanMs: config.PIER_COMPUTE_LOG_SCAN_MS,
+          }),
+        ],
+        keepAliveMs: config.PIER_COMPUTE_SSE_KEEPALIVE_MS,
         describe: { cluster: cluster.kind },
       };
     },

@@ -17,7 +17,7 @@ describe('compute migrations', () => {
           (r: { table_name: string }) => r.table_name,
         );
       await migrate(knex, SCHEMA, migrations, 'up');
-      expect(await tables()).toEqual(expect.arrayContaining(['deployments', 'env_vars', 'outbox', 'services']));
+      expect(await tables()).toEqual(expect.arrayContaining(['build_logs', 'builds', 'deployments', 'env_vars', 'outbox', 'services']));
       // A literal and a reference at once is refused by the database too.
       await knex('services').insert({
         workspace_id: '6f1c1a52-7d2e-4a8e-9d55-1f6f3d7d8a10',
@@ -36,6 +36,7 @@ describe('compute migrations', () => {
       ).rejects.toThrow(/env_vars_literal_or_reference/);
       await migrate(knex, SCHEMA, migrations, 'down');
       expect(await tables()).not.toContain('services');
+      expect(await tables()).not.toContain('builds');
       await migrate(knex, SCHEMA, migrations, 'up');
       expect(await tables()).toContain('services');
     } finally {

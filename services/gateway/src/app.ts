@@ -2,7 +2,18 @@ import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import type { Request, Response } from 'express';
-import { accessLogLevel, errorBody, httpStatusOf, IDENTITY_HEADER, loggablePath, NotFoundError, PierError, REQUEST_ID_HEADER, type Logger } from '@pier/kit';
+import {
+  accessLogLevel,
+  errorBody,
+  httpStatusOf,
+  IDENTITY_HEADER,
+  loggablePath,
+  NotFoundError,
+  PierError,
+  REQUEST_ID_HEADER,
+  writeSocketError,
+  type Logger,
+} from '@pier/kit';
 import type { AuthClient } from './auth-client.ts';
 import { routeOf, type RouteTarget, type Upstream } from './routing.ts';
 import { bearerToken, missingToken } from './http/authenticate.ts';
@@ -10,7 +21,6 @@ import { createUpstreamProxy, UPGRADE_DONE, type UpgradeRequest, type UpstreamPr
 import { OPENAPI_PATH } from './http/openapi.ts';
 import { takeAccessToken } from './http/access-token.ts';
 import { createFallbackApp } from './http/fallback-app.ts';
-import { writeSocketError } from './http/socket-response.ts';
 
 export interface GatewayDeps {
   logger: Logger;

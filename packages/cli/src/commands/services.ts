@@ -1,5 +1,7 @@
 // pier services: container services of the VPC — list, create, show, update, deploy,
-// restart, rollback, deployments, delete. Environment variables: commands/env.ts.
+// restart, rollback, deployments, delete. Environment variables: commands/env.ts; a shell
+// in a replica: commands/shell.ts; what replicas print: commands/logs.ts; builds:
+// commands/builds.ts.
 import type { Command } from 'commander';
 import { paginate, unwrap } from '@pier/sdk';
 import { collect, examples, group, integer, run, WAIT_TIMEOUT } from '../command.ts';
@@ -7,6 +9,9 @@ import type { Context } from '../context.ts';
 import { allServices, collectAll, confirm, service, SERVICE, SERVICES, waitForRollout } from '../resources.ts';
 import { waitUntilDeleted } from '../wait.ts';
 import { register as registerEnv } from './env.ts';
+import { register as registerShell } from './shell.ts';
+import { register as registerLogs } from './logs.ts';
+import { register as registerBuilds } from './builds.ts';
 
 type ServiceRecord = Awaited<ReturnType<typeof readService>>['record'];
 
@@ -274,4 +279,7 @@ export function register(program: Command): void {
   );
 
   registerEnv(services);
+  registerShell(services);
+  registerLogs(services);
+  registerBuilds(services);
 }

@@ -1,11 +1,55 @@
-import type { Logger } from '@pier/kit';
+import type { Logger, UrlGuard } from '@pier/kit';
+import path from 'node:path';
 import type { ComputeConfig } from '../config.ts';
 import type { SecretsPort } from '../domain/secrets-port.ts';
 import type { ClusterPort } from '../domain/cluster-port.ts';
+import type { ShellPort } from '../domain/shell-port.ts';
+import type { LogSource } from '../domain/log-port.ts';
+import type { BuilderPort } from '../domain/builder-port.ts';
 import { DockerCluster } from './docker.ts';
+import { DockerBuilder } from './docker-builds.ts';
+import { KubernetesBuilder } from './kubernetes-builds.ts';
 import { KubernetesCluster } from './kubernetes.ts';
+import { DockerEngine } from './docker-engine.ts';
+import { DockerShell } from './docker-exec.ts';
+import { KubernetesShell } from './kubernetes-exec.ts';
+import { kubeConfigFrom } from '@pier/kit/kubernetes';
+import { DockerLogSource } from './docker-logs.ts';
+import { KubernetesLogSource } from './kubernetes-logs.ts';
 
 export function createCluster(config: ComputeConfig, secrets: SecretsPort, logger: Logger): ClusterPort {
   if (config.PIER_CLUSTER === 'kubernetes') return KubernetesCluster.fromKubeconfig(config.PIER_KUBECONFIG, logger);
   return new DockerCluster({ host: config.PIER_DOCKER_HOST, secrets, logger, cronIntervalMs: config.PIER_COMPUTE_CRON_INTERVAL_MS });
+}
+
+/** Shells (exec) on the same cluster. */
+export function createShell(config: ComputeConfig): ShellPort {
+  if (config.PIER_CLUSTER === 'kubernetes') return new KubernetesShell(kubeConfigFrom(config.PIER_KUBECONFIG));
+  return new DockerShell(new DockerEngine(config.PIER_DOCKER_HOST, 15_000));
+}
+
+/** Where service logs are read, on the same cluster. */
+export function createLogSource(config: ComputeConfig, logger: Logger): LogSource {
+  if (config.PIER_CLUSTER === 'kubernetes') return new KubernetesLogSource(kubeConfigFrom(config.PIER_KUBECONFIG));
+  return new DockerLogSource(config.PIER_DOCKER_HOST, logger);
+}
+
+/** The builder of the same cluster; on kubernetes it needs a registry to push to (null and why, without one). */
+export function createBuilder(config: ComputeConfig, guard: UrlGuard, logger: Logger): { builder: BuilderPort | null; unavailableReason?: string } {
+  const fetch = { guard, allowHttp: config.PIER_BUILD_ALLOW_HTTP, workDir: path.join(config.PIER_BUILD_WORK_DIR, 'fetched'), logger };
+  if (config.PIER_CLUSTER === 'kubernetes') {
+    if (!config.PIER_BUILD_REGISTRY) return { builder: null, unavailableReason: 'builds on kubernetes need a registry to push to: set PIER_BUILD_REGISTRY' };
+    return {
+      builder: new KubernetesBuilder(kubeConfigFrom(config.PIER_KUBECONFIG), {
+        ...fetch,
+        registry: config.PIER_BUILD_REGISTRY,
+        namespace: config.PIER_BUILD_NAMESPACE,
+        buildkitImage: config.PIER_BUILDKIT_IMAGE,
+        pushSecret: config.PIER_BUILD_PUSH_SECRET,
+        timeoutSeconds: config.PIER_BUILD_TIMEOUT_SECONDS,
+        memoryMiB: config.PIER_BUILD_MEMORY_MIB,
+      }),
+    };
+  }
+  return { builder: new DockerBuilder({ ...fetch, host: config.PIER_DOCKER_HOST, memoryMiB: config.PIER_BUILD_MEMORY_MIB }) };
 }

@@ -109,6 +109,15 @@ function podUnit(pod: V1Pod): ReplicaUnit {
   return probed || up >= MIN_READY_MS ? unit('ready') : unit('pending', `pod ${name} is starting`);
 }
 
+/** One API call, its failure in our terms (kubernetesError): how every kubernetes adapter of compute calls. */
+export async function kubernetesCall<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw kubernetesError(err, what);
+  }
+}
+
 export class KubernetesCluster implements ClusterPort {
   readonly kind = 'kubernetes' as const;
   private readonly objects: KubernetesObjectApi;

@@ -1,6 +1,9 @@
 import { ConflictError, NotFoundError, isUuid, resourcesOf } from '@pier/kit';
 import type { ClusterPort, ObserveTarget, WorkloadRef, WorkloadSpec } from './cluster-port.ts';
 import type { SecretsPort } from './secrets-port.ts';
+import type { BuildsRuntime } from './build-runtime.ts';
+import type { ShellPort } from './shell-port.ts';
+import type { ComputeLogs } from './log-context.ts';
 import type { ComputeStore } from './store-port.ts';
 import type { Deployment, Scope, Service } from './records.ts';
 import type { EnvEntry } from './env-vars.ts';
@@ -12,6 +15,12 @@ export interface ComputeContext {
   store: ComputeStore;
   cluster: ClusterPort;
   secrets: SecretsPort;
+  /** Shells in running replicas (exec). */
+  shell: ShellPort;
+  /** Service logs: where they are read, kept and fed to followers. */
+  logs: ComputeLogs;
+  /** Builds from git or an uploaded archive: their store, builder, limits and worker. */
+  builds: BuildsRuntime;
   log: Logger;
   locks: KeyedMutex;
   /** Called after a commit that wrote events, so the relay publishes them now rather than at its next pass. */

@@ -4,6 +4,7 @@
 import type { PierEvent } from '@pier/kit';
 import type { Deployment, Service } from './records.ts';
 import type { ServiceStatus } from './status.ts';
+import type { Build } from './build-store-port.ts';
 
 function event(service: Service, kind: string, data: Record<string, unknown>): PierEvent {
   return { kind, workspaceId: service.workspace_id, vpcId: service.vpc_id, resourceId: service.id, data: { name: service.name, ...data } };
@@ -20,4 +21,20 @@ export const events = {
     event(s, 'service.deployment_finished', { deployment_id: deploymentId, status, message }),
   envUpdated: (s: Service, keys: string[]) => event(s, 'service.env_updated', { keys }),
   deleted: (s: Service) => event(s, 'service.deleted', {}),
+  /** Who opened a shell where, running what; never what went through it. */
+  execStarted: (s: Service, data: { user_id: string; email: string | null; replica: string; command: string[]; tty: boolean }) =>
+    event(s, 'service.exec.started', data),
+  execEnded: (s: Service, data: { user_id: string; replica: string; command: string[]; duration_ms: number; exit_code: number | null; reason: string }) =>
+    event(s, 'service.exec.ended', data),
+  /** A build changed state: queued, started, succeeded, failed or cancelled. */
+  build: (s: Service, b: Build) =>
+    event(s, `service.build.${b.status === 'running' ? 'started' : b.status}`, {
+      build_id: b.id,
+      source: b.source,
+      status: b.status,
+      commit_sha: b.commit_sha,
+      image: b.image,
+      deployment_id: b.deployment_id,
+      error: b.error,
+    }),
 };

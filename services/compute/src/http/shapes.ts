@@ -4,6 +4,8 @@ import { DEPLOYMENT_MODES, SERVICE_TYPES } from '../domain/service-config.ts';
 import { INSTANCE_TYPE_NAMES, resourcesOf } from '@pier/kit';
 import { DEPLOYMENT_REASONS, DEPLOYMENT_STATUSES, SERVICE_STATUSES } from '../domain/status.ts';
 import type { Deployment, EnvVar, Service } from '../domain/records.ts';
+import type { LogLine } from '../domain/log-port.ts';
+import { microsOf } from '../domain/log-time.ts';
 
 const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
 
@@ -103,4 +105,16 @@ export function deploymentJson(d: Deployment): z.infer<typeof deploymentSchema> 
 
 export function envVarJson(v: EnvVar): z.infer<typeof envVarSchema> {
   return 'secret_id' in v ? { id: v.id, key: v.key, secret_id: v.secret_id, secret_key: v.secret_key } : { id: v.id, key: v.key, value: v.value };
+}
+
+export const logLineSchema = z.object({
+  timestamp: z.string().describe('When the replica printed it: ISO 8601, UTC, to the microsecond'),
+  replica: z.string().describe('The replica index on Docker, the pod name on Kubernetes'),
+  deployment_id: z.string().nullable(),
+  stream: z.enum(['stdout', 'stderr']).describe('Kubernetes does not tell them apart: there every line reads stdout'),
+  message: z.string().describe('The line, without its newline (a line over 256 KiB is cut into several)'),
+});
+
+export function logLineJson(l: LogLine): z.infer<typeof logLineSchema> {
+  return { timestamp: microsOf(l.ts), replica: l.replica, deployment_id: l.deploymentId, stream: l.stream, message: l.message };
 }

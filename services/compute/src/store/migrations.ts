@@ -91,4 +91,81 @@ export const migrations: Migration[] = [
       await db.schema.dropTable('services');
     },
   },
+  {
+    name: '0006_builds',
+    // Builds are a queue (oldest queued first, per workspace) and a history (newest first
+    // per service); their logs are chunks in order, read whole or followed from a sequence.
+    async up(db) {
+      await db.schema.createTable('builds', (t) => {
+        t.uuid('id').primary().defaultTo(db.raw('gen_random_uuid()'));
+        t.uuid('service_id').notNullable().references('id').inTable('services').onDelete('CASCADE');
+        t.uuid('workspace_id').notNullable();
+        t.uuid('vpc_id').notNullable();
+        t.text('source').notNullable();
+        // queued | running | succeeded | failed | cancelled
+        t.text('status').notNullable();
+        t.text('repo_url');
+        t.text('ref');
+        t.text('commit_sha');
+        t.text('dockerfile_path').notNullable();
+        t.text('context_dir').notNullable();
+        t.text('image');
+        t.boolean('deploy').notNullable();
+        t.uuid('deployment_id');
+        t.text('error');
+        t.boolean('cancel_requested').notNullable().defaultTo(false);
+        t.integer('log_bytes').notNullable().defaultTo(0);
+        t.timestamp('created_at', { useTz: true, precision: 3 }).notNullable().defaultTo(db.fn.now());
+        t.timestamp('started_at', { useTz: true });
+        t.timestamp('finished_at', { useTz: true });
+        t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(db.fn.now());
+        t.index(['service_id', 'created_at', 'id']);
+      });
+      await db.raw("create index builds_unfinished on builds (status, created_at) where status in ('queued', 'running')");
+      await db.schema.createTable('build_logs', (t) => {
+        t.uuid('build_id').notNullable().references('id').inTable('builds').onDelete('CASCADE');
+        t.integer('seq').notNullable();
+        t.text('text').notNullable();
+        t.primary(['build_id', 'seq']);
+      });
+    },
+    async down(db) {
+      await db.schema.dropTable('build_logs');
+      await db.schema.dropTable('builds');
+    },
+  },
+  {
+    name: '0005_logs',
+    // Service log history: a row per line, partitioned by day on its timestamp (store/
+    // log-store.ts creates the days ahead and drops the ones past retention); each day's
+    // index (service_id, ts, seq) serves a service's time range in order. `seq` orders lines
+    // of one microsecond. log_cursors: how far collection got in each replica's output.
+    async up(db) {
+      await db.raw('create sequence log_lines_seq cache 100');
+      await db.raw(`create table log_lines (
+        service_id uuid not null,
+        ts timestamptz not null,
+        seq bigint not null default nextval('log_lines_seq'),
+        deployment_id uuid,
+        replica text not null,
+        stream text not null check (stream in ('stdout', 'stderr')),
+        message text not null
+      ) partition by range (ts)`);
+      await db.raw('alter sequence log_lines_seq owned by log_lines.seq');
+      await db.raw('create index log_lines_range on log_lines (service_id, ts, seq)');
+      await db.schema.createTable('log_cursors', (t) => {
+        t.text('key').primary();
+        t.uuid('service_id').notNullable();
+        // The newest line stored, RFC 3339 with nine fraction digits (finer than timestamptz).
+        t.text('ts').notNullable();
+        t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(db.fn.now());
+        t.index(['ts']);
+      });
+    },
+    async down(db) {
+      await db.schema.dropTable('log_cursors');
+      // Its day partitions and its sequence go with it.
+      await db.raw('drop table log_lines');
+    },
+  },
 ];

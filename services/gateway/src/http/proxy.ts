@@ -1,9 +1,8 @@
 import http from 'node:http';
 import type { Socket } from 'node:net';
 import { createProxyMiddleware, type Plugin, type RequestHandler } from 'http-proxy-middleware';
-import { errorBody, PierError, type Logger } from '@pier/kit';
+import { errorBody, PierError, writeSocketError, type Logger } from '@pier/kit';
 import type { Upstream } from '../routing.ts';
-import { writeSocketError } from './socket-response.ts';
 
 /** Set on an upgrade request by the gateway: told once the status the client got. */
 export const UPGRADE_DONE = Symbol('pier.upgradeDone');

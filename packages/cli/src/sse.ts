@@ -1,0 +1,21 @@
+// Server-sent events as the API streams them (logs and build logs with follow=true).
+
+/** Server-sent events off a response body: each event's name and JSON data, comments skipped. */
+export async function* serverSentEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<{ event: string; data: unknown }> {
+  const decoder = new TextDecoder();
+  let text = '';
+  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+    text += decoder.decode(chunk, { stream: true });
+    for (let end = text.indexOf('\n\n'); end !== -1; end = text.indexOf('\n\n')) {
+      const block = text.slice(0, end);
+      text = text.slice(end + 2);
+      let event = 'message';
+      let data = '';
+      for (const line of block.split('\n')) {
+        if (line.startsWith('event:')) event = line.slice(6).trim();
+        else if (line.startsWith('data:')) data += line.slice(5).trimStart();
+      }
+      if (data) yield { event, data: JSON.parse(data) };
+    }
+  }
+}
