@@ -5641,7 +5641,7 @@ export interface paths {
                     limit?: number;
                     replica?: string;
                     since?: string;
-                    follow?: "true" | "false";
+                    follow?: "0" | "1" | "true" | "false";
                 };
                 header?: never;
                 path: {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineRoute, type Route, type ServerSentEvent } from '@pier/kit';
+import { defineRoute, queryFlag, type Route, type ServerSentEvent } from '@pier/kit';
 import type { ComputeContext } from '../domain/context.ts';
 import { followLogs, logHistory, recentLogs, type FollowEvent } from '../domain/logs.ts';
 import { DEFAULT_LOG_LIMIT, MAX_LOG_LIMIT, MAX_SEARCH_LENGTH, REPLICA_PATTERN } from '../domain/log-query.ts';
@@ -32,10 +32,7 @@ const recentQuery = z.object({
   limit,
   replica,
   since: time('Only lines printed at or after this time'),
-  follow: z
-    .enum(['true', 'false'], { error: 'must be true or false' })
-    .optional()
-    .describe('true: answer with server-sent events (text/event-stream), the recent lines then each new one, until the client leaves'),
+  follow: queryFlag(false, 'Answer with server-sent events (text/event-stream): the recent lines, then each new one, until the client leaves'),
 });
 
 const historyQuery = z.object({
@@ -82,7 +79,7 @@ export function logRoutes(ctx: ComputeContext): Route[] {
       responses: { 200: { description: 'The lines (or, with follow=true, an event stream)', schema: z.object({ items: z.array(logLineSchema) }) }, ...errors },
       handler: async ({ params, query, signal }) => {
         const q = { limit: query.limit, replica: query.replica, since: query.since };
-        if (query.follow === 'true') return { status: 200, events: serverSentEvents(await followLogs(ctx, scope(params), params.serviceID, q, signal)) };
+        if (query.follow) return { status: 200, events: serverSentEvents(await followLogs(ctx, scope(params), params.serviceID, q, signal)) };
         return { status: 200, body: { items: (await recentLogs(ctx, scope(params), params.serviceID, q)).map(logLineJson) } };
       },
     }),
