@@ -2,7 +2,7 @@
 // by `access_token` as a browser would, into a real container on the docker adapter.
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openShell, type ShellClient } from '@pier/testing';
+import { openShell, shellUrl, type ShellClient } from '@pier/testing';
 import { startPlatform, type Api, type Platform } from '../support/platform.ts';
 import { startOidcProvider, type OidcProvider } from '../support/oidc.ts';
 import { memberKey } from '../support/members.ts';
@@ -44,9 +44,7 @@ afterAll(async () => {
 }, 60_000);
 
 function url(token: string, query: Record<string, string | string[]> = {}): string {
-  const q = new URLSearchParams({ access_token: token });
-  for (const [k, v] of Object.entries(query)) for (const one of [v].flat()) q.append(k, one);
-  return `${p.gatewayUrl.replace(/^http/, 'ws')}${base}/${serviceId}/exec?${q}`;
+  return shellUrl(`${p.gatewayUrl.replace(/^http/, 'ws')}${base}/${serviceId}/exec`, { access_token: token, ...query });
 }
 
 const shell = (query: Record<string, string | string[]> = {}, token = p.bootstrap.token): Promise<ShellClient> => openShell(url(token, query));

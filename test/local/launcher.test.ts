@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '@pier/testing';
+import { freePort, isAlive } from '@pier/testing';
 import { portInUse } from '../../deploy/local/children.ts';
 import { which } from '../../deploy/local/which.ts';
 
@@ -55,15 +55,6 @@ async function descendants(pid: number): Promise<{ pid: number; command: string 
   walk(pid);
   return found;
 }
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 beforeAll(async () => {
   // This test is about the launcher's own NATS child: ./pier test installs Debian's nats-server.
@@ -122,10 +113,10 @@ describe('a SIGKILL of the launcher', () => {
 
     launcher.kill('SIGKILL');
     const deadline = Date.now() + 30_000;
-    let left = children.filter((c) => alive(c.pid));
+    let left = children.filter((c) => isAlive(c.pid));
     while (left.length && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 200));
-      left = left.filter((c) => alive(c.pid));
+      left = left.filter((c) => isAlive(c.pid));
     }
     expect(left.map((c) => c.command)).toEqual([]);
     for (const [name, port] of Object.entries(ports)) expect(await portInUse(port), `${name} ${port}`).toBe(false);

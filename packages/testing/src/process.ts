@@ -67,3 +67,13 @@ export async function spawnService(service: string, env: Record<string, string>,
     },
   };
 }
+
+/** Whether a process of this PID exists (signal 0 checks without sending anything). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -17,6 +17,13 @@ export interface ShellClient {
   waitFor(pattern: RegExp | string, ms?: number): Promise<string>;
 }
 
+/** `url` with this query: an array repeats its key (`command=sh&command=-c`). */
+export function shellUrl(url: string, query: Record<string, string | string[]>): string {
+  const q = new URLSearchParams();
+  for (const [key, value] of Object.entries(query)) for (const one of [value].flat()) q.append(key, one);
+  return q.size ? `${url}?${q}` : url;
+}
+
 /**
  * Opens a shell. Resolves once the handshake is done; rejects with the refusal's status
  * and JSON body when the server answers the handshake with an error instead.

@@ -3,7 +3,7 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { connect, type NatsConnection, type Subscription } from 'nats';
 import { IDENTITY_HEADER, type Role } from '@pier/kit';
-import { infra, openShell, type ShellClient } from '@pier/testing';
+import { infra, openShell, shellUrl, type ShellClient } from '@pier/testing';
 import { startCompute, until, cleanDocker, docker, TINY_HTTP, EXITS, type Compute } from './support.ts';
 import { DockerShell } from '../src/cluster/docker-exec.ts';
 import { DockerEngine } from '../src/cluster/docker-engine.ts';
@@ -36,9 +36,7 @@ afterAll(async () => {
 
 /** The exec URL of a service, with these query parameters (arrays repeat the key). */
 function execUrl(serviceId: string, query: Record<string, string | string[]> = {}): string {
-  const q = new URLSearchParams();
-  for (const [k, v] of Object.entries(query)) for (const one of [v].flat()) q.append(k, one);
-  return `${c.url.replace(/^http/, 'ws')}${c.base}/${serviceId}/exec${q.size ? `?${q}` : ''}`;
+  return shellUrl(`${c.url.replace(/^http/, 'ws')}${c.base}/${serviceId}/exec`, query);
 }
 
 async function shell(query: Record<string, string | string[]> = {}, role: Role = 'owner', serviceId = web.id): Promise<ShellClient> {

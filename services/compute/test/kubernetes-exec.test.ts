@@ -5,7 +5,7 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import path from 'node:path';
 import { rm } from 'node:fs/promises';
 import { IDENTITY_HEADER, vpcNamespace } from '@pier/kit';
-import { FakeKubernetes, openShell, V4, V5, type ShellClient } from '@pier/testing';
+import { FakeKubernetes, isAlive, openShell, shellUrl, V4, V5, type ShellClient } from '@pier/testing';
 import { exitCodeOf } from '../src/cluster/kubernetes-exec.ts';
 import { startCompute, until, type Compute } from './support.ts';
 
@@ -37,19 +37,8 @@ afterAll(async () => {
 });
 
 async function shell(query: Record<string, string | string[]>): Promise<ShellClient> {
-  const q = new URLSearchParams();
-  for (const [k, v] of Object.entries(query)) for (const one of [v].flat()) q.append(k, one);
-  return openShell(`${c.url.replace(/^http/, 'ws')}${c.base}/${web.id}/exec?${q}`, { [IDENTITY_HEADER]: await c.token('admin') });
+  return openShell(shellUrl(`${c.url.replace(/^http/, 'ws')}${c.base}/${web.id}/exec`, query), { [IDENTITY_HEADER]: await c.token('admin') });
 }
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 describe('a shell on kubernetes', () => {
   it('execs in the first running pod, container app, under the v5 channel protocol', async () => {
@@ -117,7 +106,7 @@ describe('a shell on kubernetes', () => {
     const pid = session.process.pid!;
     s.ws.close();
     await until(
-      async () => alive(pid),
+      async () => isAlive(pid),
       (a) => !a,
       10_000,
       50,
