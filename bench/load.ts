@@ -16,6 +16,8 @@ export interface LoadBounds {
   maxRequests: number;
   /** ...or after this long, whichever comes first. */
   maxSeconds: number;
+  /** ...or once this says so (a run that lasts as long as something else does). */
+  stop?: () => boolean;
 }
 
 /** One request; resolves true when it succeeded. Never rejects. */
@@ -33,7 +35,7 @@ export async function runClosedLoop(send: Send, bounds: LoadBounds): Promise<Loa
   const start = performance.now();
   const deadline = start + bounds.maxSeconds * 1000;
   const worker = async () => {
-    while (sent < bounds.maxRequests && performance.now() < deadline) {
+    while (sent < bounds.maxRequests && performance.now() < deadline && !bounds.stop?.()) {
       sent++;
       const t0 = performance.now();
       const ok = await send();

@@ -76,6 +76,8 @@ export async function benchLogs(opts: { infra?: Infra; log?: (line: string) => v
     PIER_IDENTITY_PUBLIC_KEY: keys.publicJwk,
     PIER_COMPUTE_HTTP_PORT: '0',
     PIER_LOG_LEVEL: 'warn',
+    // No edge: the benchmark reads logs, and must not take this machine's ports 80 and 443.
+    PIER_EDGE: 'off',
   };
   let compute: RunningService = await start(readConfig(env));
   const admin = new pg.Client({ connectionString: db.adminUrl });

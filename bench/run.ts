@@ -13,8 +13,9 @@
  * PIER_BENCH_ROUNDS (2), PIER_BENCH_PROFILE (a directory: CPU profiles of auth and gateway).
  *
  * Then the services list (bench/services.ts), database (bench/databases.ts) and database
- * backups (bench/database-backups.ts) and service logs (bench/logs.ts) benchmarks on the same
- * Postgres and NATS. PIER_BENCH_ONLY=gateway,services,databases,backups,logs picks some.
+ * backups (bench/database-backups.ts), service logs (bench/logs.ts), edge (bench/edge.ts) and
+ * disk backups (bench/disk-backups.ts) benchmarks on the same Postgres and NATS.
+ * PIER_BENCH_ONLY=gateway,services,databases,backups,logs,edge,disk-backups picks some.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -28,6 +29,8 @@ import { benchServices } from './services.ts';
 import { benchDatabases } from './databases.ts';
 import { benchBackups } from './database-backups.ts';
 import { benchLogs } from './logs.ts';
+import { benchEdge } from './edge.ts';
+import { benchDiskBackups } from './disk-backups.ts';
 import { AuthClient } from '@pier/gateway';
 import { runClosedLoop, runLoad, type LoadResult } from './load.ts';
 import { perRequest, snapshot } from './cpu.ts';
@@ -197,7 +200,7 @@ async function benchGateway(infra: Infra): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const only = new Set((process.env.PIER_BENCH_ONLY ?? 'gateway,services,databases,backups,logs').split(',').map((s) => s.trim()));
+  const only = new Set((process.env.PIER_BENCH_ONLY ?? 'gateway,services,databases,backups,logs,edge,disk-backups').split(',').map((s) => s.trim()));
   const infra = await startInfra();
   try {
     if (only.has('gateway')) await benchGateway(infra);
@@ -217,6 +220,14 @@ async function main(): Promise<void> {
     if (only.has('logs')) {
       console.log('');
       await benchLogs({ infra, log });
+    }
+    if (only.has('edge')) {
+      console.log('');
+      await benchEdge({ infra, log });
+    }
+    if (only.has('disk-backups')) {
+      console.log('');
+      await benchDiskBackups({ infra, log });
     }
   } finally {
     await infra.stop();

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, isAlive } from '@pier/testing';
+import { freePort, isAlive, testEdge } from '@pier/testing';
 import { portInUse } from '../../deploy/local/children.ts';
 import { which } from '../../deploy/local/which.ts';
 
@@ -25,6 +25,8 @@ const PORT_VARS = [
   'PIER_LOCAL_NATS_PORT',
 ];
 
+// The edge compute makes: one of this test's own, on free ports (not the machine's 80 and 443).
+const edge = testEdge();
 let home: string;
 let launcher: ChildProcess;
 const ports: Record<string, number> = {};
@@ -66,6 +68,7 @@ beforeAll(async () => {
   const env: NodeJS.ProcessEnv = { ...process.env, PIER_HOME: home, PIER_CONFIG_DIR: path.join(home, 'config'), PIER_LOG_FORMAT: 'json' };
   for (const name of ['PIER_DATABASE_URL', 'PIER_NATS_URL', 'PIER_PUBLIC_URL', 'PIER_CLUSTER']) delete env[name];
   for (const [name, port] of Object.entries(ports)) env[name] = String(port);
+  Object.assign(env, edge.env);
   launcher = spawn(process.execPath, ['--import', 'tsx', 'deploy/local/up.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let partial = '';
   launcher.stdout!.on('data', (chunk: Buffer) => {
@@ -85,6 +88,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (launcher && launcher.exitCode === null && launcher.signalCode === null) launcher.kill('SIGKILL');
   if (home) await rm(home, { recursive: true, force: true });
+  await edge.remove();
 });
 
 describe('./pier up in a pipe', () => {

@@ -116,6 +116,8 @@ export async function startPlatformAt(opts: PlatformOptions): Promise<Platform> 
           clean({
             ...common('compute'),
             PIER_COMPUTE_HTTP_PORT: '0',
+            // The edge (one proxy container for the machine) only where a test asks for it.
+            PIER_EDGE: 'off',
             PIER_SECRETS_GRPC_URL: secretsGrpc,
             PIER_COMPUTE_SERVICE_PRIVATE_KEY: computeKeys.privateJwk,
             ...(opts.computeLog ? { PIER_LOG_LEVEL: 'info' } : {}),

@@ -21,3 +21,4 @@ export * from './socket-response.ts';
 export * from './upgrade.ts';
 export * from './url-guard.ts';
 export * from './query-params.ts';
+export * from './backup-store.ts';

@@ -1,6 +1,7 @@
 // The guard in front of every URL a caller chooses and Pier then fetches from inside its own
-// network (a git build's repository, an uptime check): only public hosts, reached at the very
-// address that was checked. Used by compute's builds; uptime checks will reuse it.
+// network (a git build's repository): only public hosts, reached at the very address that was
+// checked. Used by compute's builds. Uptime checks need none: their host is the platform's own
+// (the service's URL on the edge) and the caller chooses only the path.
 //
 // Rules: `https:` only (`http:` when configured); no user info; the host is a name or an IP
 // literal (WHATWG parsing already turns decimal, octal and hex IPv4 notations into dotted

@@ -3974,9 +3974,11 @@ export interface paths {
                                 args: string[] | null;
                                 run_as_user: number;
                                 /** @enum {string} */
-                                status: "creating" | "running" | "deploying" | "restarting" | "scaled" | "crashed" | "deleting" | "deleted";
+                                status: "creating" | "running" | "deploying" | "restarting" | "scaled" | "crashed" | "deleting" | "deleted" | "restoring";
                                 /** @description Why the service is crashed (or what it waits for) */
                                 status_message: string | null;
+                                /** @description web services: the public URL, https://<name>-<short id>.<apps domain>, served by the edge (null for workers and cron jobs, or with the edge off) */
+                                url: string | null;
                                 current_deployment_id: string | null;
                                 created_at: string;
                                 updated_at: string;
@@ -4072,9 +4074,11 @@ export interface paths {
                             args: string[] | null;
                             run_as_user: number;
                             /** @enum {string} */
-                            status: "creating" | "running" | "deploying" | "restarting" | "scaled" | "crashed" | "deleting" | "deleted";
+                            status: "creating" | "running" | "deploying" | "restarting" | "scaled" | "crashed" | "deleting" | "deleted" | "restoring";
                             /** @description Why the service is crashed (or what it waits for) */
                             status_message: string | null;
+                            /** @description web services: the public URL, https://<name>-<short id>.<apps domain>, served by the edge (null for workers and cron jobs, or with the edge off) */
+                            url: string | null;
                             current_deployment_id: string | null;
                             created_at: string;
                             updated_at: string;
@@ -4182,9 +4186,11 @@ export interface paths {
                             args: string[] | null;
                             run_as_user: number;
                             /** @enum {string} */
-                            status: "creating" | "running" | "deploying" | "restarting" | "scaled" | "crashed" | "deleting" | "deleted";
+                            status: "creating" | "running" | "deploying" | "restarting" | "scaled" | "crashed" | "deleting" | "deleted" | "restoring";
                             /** @description Why the service is crashed (or what it waits for) */
                             status_message: string | null;
+                            /** @description web services: the public URL, https://<name>-<short id>.<apps domain>, served by the edge (null for workers and cron jobs, or with the edge off) */
+                            url: string | null;
                             current_deployment_id: string | null;
                             created_at: string;
                             updated_at: string;
@@ -4267,9 +4273,11 @@ export interface paths {
                             args: string[] | null;
                             run_as_user: number;
                             /** @enum {string} */
-                            status: "creating" | "running" | "deploying" | "restarting" | "scaled" | "crashed" | "deleting" | "deleted";
+                            status: "creating" | "running" | "deploying" | "restarting" | "scaled" | "crashed" | "deleting" | "deleted" | "restoring";
                             /** @description Why the service is crashed (or what it waits for) */
                             status_message: string | null;
+                            /** @description web services: the public URL, https://<name>-<short id>.<apps domain>, served by the edge (null for workers and cron jobs, or with the edge off) */
+                            url: string | null;
                             current_deployment_id: string | null;
                             created_at: string;
                             updated_at: string;
@@ -4379,9 +4387,11 @@ export interface paths {
                             args: string[] | null;
                             run_as_user: number;
                             /** @enum {string} */
-                            status: "creating" | "running" | "deploying" | "restarting" | "scaled" | "crashed" | "deleting" | "deleted";
+                            status: "creating" | "running" | "deploying" | "restarting" | "scaled" | "crashed" | "deleting" | "deleted" | "restoring";
                             /** @description Why the service is crashed (or what it waits for) */
                             status_message: string | null;
+                            /** @description web services: the public URL, https://<name>-<short id>.<apps domain>, served by the edge (null for workers and cron jobs, or with the edge off) */
+                            url: string | null;
                             current_deployment_id: string | null;
                             created_at: string;
                             updated_at: string;
@@ -4428,6 +4438,491 @@ export interface paths {
                 };
             };
         };
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/backups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List disk backups, newest first, with the service's latest restore and its schedule */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    cursor?: string;
+                };
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    vpcID: string;
+                    serviceID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page of backups */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            items: {
+                                id: string;
+                                service_id: string;
+                                /** @enum {string} */
+                                status: "running" | "completed" | "failed";
+                                /** @enum {string} */
+                                method: "manual" | "scheduled";
+                                /** @description docker: the compressed archive; kubernetes: the snapshot’s restoreSize. Set once completed */
+                                size_bytes: number | null;
+                                created_at: string;
+                                /** @description When it completed or failed */
+                                completed_at: string | null;
+                                /** @description Why it failed */
+                                error: string | null;
+                            }[];
+                            next_cursor: string | null;
+                            /** @description The service's latest restore, running or finished (null: never restored) */
+                            restore: {
+                                id: string;
+                                backup_id: string;
+                                /** @enum {string} */
+                                status: "running" | "completed" | "failed";
+                                /** @description Why it failed (the service then kept its disk as it was) */
+                                error: string | null;
+                                created_at: string;
+                                finished_at: string | null;
+                            } | null;
+                            /** @description The backup schedule (null: none) */
+                            schedule: {
+                                service_id: string;
+                                /** @description Five-field cron (or a macro such as @daily), UTC */
+                                schedule: string;
+                                /** @description Completed scheduled backups kept; older ones are deleted */
+                                retention_count: number;
+                                next_run_at: string;
+                                created_at: string;
+                                updated_at: string;
+                            } | null;
+                        };
+                    };
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Service (or backup) not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description A service this request needs is unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Take a disk backup now (asynchronous: `running`, then `completed` or `failed`) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    vpcID: string;
+                    serviceID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The backup, `running` */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            service_id: string;
+                            /** @enum {string} */
+                            status: "running" | "completed" | "failed";
+                            /** @enum {string} */
+                            method: "manual" | "scheduled";
+                            /** @description docker: the compressed archive; kubernetes: the snapshot’s restoreSize. Set once completed */
+                            size_bytes: number | null;
+                            created_at: string;
+                            /** @description When it completed or failed */
+                            completed_at: string | null;
+                            /** @description Why it failed */
+                            error: string | null;
+                        };
+                    };
+                };
+                /** @description Invalid input; `field` names the offending field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Service (or backup) not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description The service has no disk (`no_disk`), is not deployed yet (`not_deployed`), a backup or restore of it is running (`backup_in_progress`, `restore_in_progress`), the backup is not completed (`backup_not_completed`), or the service is being deleted */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description The cluster cannot be reached */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/backups/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Restore a disk backup: the service is scaled down (status `restoring`), its disk's contents replaced, and scaled up again */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    vpcID: string;
+                    serviceID: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description A completed backup of this service */
+                        backup_id: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description The service (`restoring`) and the restore (`running`) */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            service: {
+                                id: string;
+                                workspace_id: string;
+                                vpc_id: string;
+                                name: string;
+                                /** @enum {string} */
+                                service_type: "web" | "worker" | "cron";
+                                /** @enum {string} */
+                                instance_type: "svc.nano" | "svc.micro" | "svc.small" | "svc.medium" | "svc.large" | "svc.xlarge";
+                                /** @description What the instance type gives each replica */
+                                resources: {
+                                    cpu: number;
+                                    memory_mib: number;
+                                };
+                                /** @enum {string} */
+                                deployment_mode: "always_on" | "on_demand";
+                                image: string | null;
+                                port: number | null;
+                                health_check_path: string | null;
+                                min_replicas: number;
+                                max_replicas: number | null;
+                                cron_schedule: string | null;
+                                disk_size_gb: number | null;
+                                disk_mount_path: string | null;
+                                command: string[] | null;
+                                args: string[] | null;
+                                run_as_user: number;
+                                /** @enum {string} */
+                                status: "creating" | "running" | "deploying" | "restarting" | "scaled" | "crashed" | "deleting" | "deleted" | "restoring";
+                                /** @description Why the service is crashed (or what it waits for) */
+                                status_message: string | null;
+                                /** @description web services: the public URL, https://<name>-<short id>.<apps domain>, served by the edge (null for workers and cron jobs, or with the edge off) */
+                                url: string | null;
+                                current_deployment_id: string | null;
+                                created_at: string;
+                                updated_at: string;
+                                deleted_at: string | null;
+                            };
+                            restore: {
+                                id: string;
+                                backup_id: string;
+                                /** @enum {string} */
+                                status: "running" | "completed" | "failed";
+                                /** @description Why it failed (the service then kept its disk as it was) */
+                                error: string | null;
+                                created_at: string;
+                                finished_at: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Invalid input; `field` names the offending field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Service (or backup) not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description The service has no disk (`no_disk`), is not deployed yet (`not_deployed`), a backup or restore of it is running (`backup_in_progress`, `restore_in_progress`), the backup is not completed (`backup_not_completed`), or the service is being deleted */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description The cluster cannot be reached */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/backups/schedule": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Set the backup schedule (replaces any): a cron schedule in UTC and how many scheduled backups are kept */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    vpcID: string;
+                    serviceID: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Five-field cron (minute hour day-of-month month day-of-week) or a macro such as @daily, UTC */
+                        schedule: string;
+                        /** @description Completed scheduled backups kept, 1-100 (default 7); older ones are deleted */
+                        retention_count?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description The schedule, with its next run */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            service_id: string;
+                            /** @description Five-field cron (or a macro such as @daily), UTC */
+                            schedule: string;
+                            /** @description Completed scheduled backups kept; older ones are deleted */
+                            retention_count: number;
+                            next_run_at: string;
+                            created_at: string;
+                            updated_at: string;
+                        };
+                    };
+                };
+                /** @description Invalid input; `field` names the offending field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Service (or backup) not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description The service has no disk (`no_disk`), is not deployed yet (`not_deployed`), a backup or restore of it is running (`backup_in_progress`, `restore_in_progress`), the backup is not completed (`backup_not_completed`), or the service is being deleted */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description The cluster cannot be reached */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        post?: never;
+        /** Remove the backup schedule (the backups it took stay) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    vpcID: string;
+                    serviceID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Removed */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Service not found, or it has no schedule (`schedule_not_found`) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description A service this request needs is unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/builds": {
@@ -5111,9 +5606,11 @@ export interface paths {
                                 args: string[] | null;
                                 run_as_user: number;
                                 /** @enum {string} */
-                                status: "creating" | "running" | "deploying" | "restarting" | "scaled" | "crashed" | "deleting" | "deleted";
+                                status: "creating" | "running" | "deploying" | "restarting" | "scaled" | "crashed" | "deleting" | "deleted" | "restoring";
                                 /** @description Why the service is crashed (or what it waits for) */
                                 status_message: string | null;
+                                /** @description web services: the public URL, https://<name>-<short id>.<apps domain>, served by the edge (null for workers and cron jobs, or with the edge off) */
+                                url: string | null;
                                 current_deployment_id: string | null;
                                 created_at: string;
                                 updated_at: string;
@@ -5266,6 +5763,420 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/domains": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List custom domains, in the order they were attached */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    cursor?: string;
+                };
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    vpcID: string;
+                    serviceID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page of domains */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            items: {
+                                id: string;
+                                service_id: string;
+                                /** @description Lowercase; an internationalised name is shown as punycode (xn--...) */
+                                hostname: string;
+                                /**
+                                 * @description pending: waiting for verify; verified: DNS checked out and the hostname routes, the certificate is on its way; active: served over HTTPS; failed: see `error`
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "verified" | "active" | "failed";
+                                /** @description The TXT record proving the domain is yours */
+                                verification: {
+                                    /** @enum {string} */
+                                    type: "TXT" | "CNAME" | "A" | "AAAA";
+                                    name: string;
+                                    value: string;
+                                };
+                                /** @description The record(s) that send the hostname to the service: a CNAME to the service's host, or for an apex (example.com) A/AAAA records to the edge's addresses */
+                                routing: {
+                                    /** @enum {string} */
+                                    type: "TXT" | "CNAME" | "A" | "AAAA";
+                                    name: string;
+                                    value: string;
+                                }[];
+                                tls: {
+                                    /** @enum {string} */
+                                    status: "pending" | "issued" | "failed";
+                                    issuer: string | null;
+                                    expires_at: string | null;
+                                    /** @description Why the last issuance or renewal failed */
+                                    error: string | null;
+                                };
+                                /** @description When DNS was last checked (by verify) */
+                                last_checked_at: string | null;
+                                /** @description What DNS or the certificate authority answered, with what was expected and what was found */
+                                error: string | null;
+                                created_at: string;
+                                updated_at: string;
+                            }[];
+                            next_cursor: string | null;
+                        };
+                    };
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Service or domain not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description A service this request needs is unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Attach a custom domain: create the `verification` TXT record and the `routing` record shown, then call verify */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    vpcID: string;
+                    serviceID: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description A fully qualified hostname such as www.example.com (unicode names are stored as punycode) */
+                        hostname: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description The domain, `pending` */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            service_id: string;
+                            /** @description Lowercase; an internationalised name is shown as punycode (xn--...) */
+                            hostname: string;
+                            /**
+                             * @description pending: waiting for verify; verified: DNS checked out and the hostname routes, the certificate is on its way; active: served over HTTPS; failed: see `error`
+                             * @enum {string}
+                             */
+                            status: "pending" | "verified" | "active" | "failed";
+                            /** @description The TXT record proving the domain is yours */
+                            verification: {
+                                /** @enum {string} */
+                                type: "TXT" | "CNAME" | "A" | "AAAA";
+                                name: string;
+                                value: string;
+                            };
+                            /** @description The record(s) that send the hostname to the service: a CNAME to the service's host, or for an apex (example.com) A/AAAA records to the edge's addresses */
+                            routing: {
+                                /** @enum {string} */
+                                type: "TXT" | "CNAME" | "A" | "AAAA";
+                                name: string;
+                                value: string;
+                            }[];
+                            tls: {
+                                /** @enum {string} */
+                                status: "pending" | "issued" | "failed";
+                                issuer: string | null;
+                                expires_at: string | null;
+                                /** @description Why the last issuance or renewal failed */
+                                error: string | null;
+                            };
+                            /** @description When DNS was last checked (by verify) */
+                            last_checked_at: string | null;
+                            /** @description What DNS or the certificate authority answered, with what was expected and what was found */
+                            error: string | null;
+                            created_at: string;
+                            updated_at: string;
+                        };
+                    };
+                };
+                /** @description Invalid hostname (`field`: `hostname`): not a fully qualified name, a wildcard (`wildcard_not_supported`), or under the platform's apps domain (`reserved_hostname`) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Service or domain not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description The hostname is attached to a service already, in any workspace (`hostname_taken`); the service holds the most domains allowed (`domain_limit`); the service is not a web service (`service_not_routed`) or is being deleted */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description The edge (or the DNS resolvers) cannot be reached, or the edge is turned off; nothing was changed */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/domains/{domainID}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Detach a domain: the hostname stops routing and its certificate is removed from the edge */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    vpcID: string;
+                    serviceID: string;
+                    domainID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Detached */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Service or domain not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description The edge (or the DNS resolvers) cannot be reached, or the edge is turned off; nothing was changed */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/domains/{domainID}/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Re-check DNS and issue TLS: when the TXT and routing records check out, the hostname routes to the service and a certificate is obtained over ACME; the answer is `active`, `verified` (certificate on its way) or `failed` with `error` */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    vpcID: string;
+                    serviceID: string;
+                    domainID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The domain as it now stands */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            service_id: string;
+                            /** @description Lowercase; an internationalised name is shown as punycode (xn--...) */
+                            hostname: string;
+                            /**
+                             * @description pending: waiting for verify; verified: DNS checked out and the hostname routes, the certificate is on its way; active: served over HTTPS; failed: see `error`
+                             * @enum {string}
+                             */
+                            status: "pending" | "verified" | "active" | "failed";
+                            /** @description The TXT record proving the domain is yours */
+                            verification: {
+                                /** @enum {string} */
+                                type: "TXT" | "CNAME" | "A" | "AAAA";
+                                name: string;
+                                value: string;
+                            };
+                            /** @description The record(s) that send the hostname to the service: a CNAME to the service's host, or for an apex (example.com) A/AAAA records to the edge's addresses */
+                            routing: {
+                                /** @enum {string} */
+                                type: "TXT" | "CNAME" | "A" | "AAAA";
+                                name: string;
+                                value: string;
+                            }[];
+                            tls: {
+                                /** @enum {string} */
+                                status: "pending" | "issued" | "failed";
+                                issuer: string | null;
+                                expires_at: string | null;
+                                /** @description Why the last issuance or renewal failed */
+                                error: string | null;
+                            };
+                            /** @description When DNS was last checked (by verify) */
+                            last_checked_at: string | null;
+                            /** @description What DNS or the certificate authority answered, with what was expected and what was found */
+                            error: string | null;
+                            created_at: string;
+                            updated_at: string;
+                        };
+                    };
+                };
+                /** @description Invalid hostname (`field`: `hostname`): not a fully qualified name, a wildcard (`wildcard_not_supported`), or under the platform's apps domain (`reserved_hostname`) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Service or domain not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description The service is being deleted */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description The edge (or the DNS resolvers) cannot be reached, or the edge is turned off; nothing was changed */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;
@@ -5870,9 +6781,11 @@ export interface paths {
                                 args: string[] | null;
                                 run_as_user: number;
                                 /** @enum {string} */
-                                status: "creating" | "running" | "deploying" | "restarting" | "scaled" | "crashed" | "deleting" | "deleted";
+                                status: "creating" | "running" | "deploying" | "restarting" | "scaled" | "crashed" | "deleting" | "deleted" | "restoring";
                                 /** @description Why the service is crashed (or what it waits for) */
                                 status_message: string | null;
+                                /** @description web services: the public URL, https://<name>-<short id>.<apps domain>, served by the edge (null for workers and cron jobs, or with the edge off) */
+                                url: string | null;
                                 current_deployment_id: string | null;
                                 created_at: string;
                                 updated_at: string;
@@ -6011,9 +6924,11 @@ export interface paths {
                                 args: string[] | null;
                                 run_as_user: number;
                                 /** @enum {string} */
-                                status: "creating" | "running" | "deploying" | "restarting" | "scaled" | "crashed" | "deleting" | "deleted";
+                                status: "creating" | "running" | "deploying" | "restarting" | "scaled" | "crashed" | "deleting" | "deleted" | "restoring";
                                 /** @description Why the service is crashed (or what it waits for) */
                                 status_message: string | null;
+                                /** @description web services: the public URL, https://<name>-<short id>.<apps domain>, served by the edge (null for workers and cron jobs, or with the edge off) */
+                                url: string | null;
                                 current_deployment_id: string | null;
                                 created_at: string;
                                 updated_at: string;
@@ -6083,6 +6998,326 @@ export interface paths {
             };
         };
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/uptime": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Uptime monitor status: settings, current state, uptime over 24 hours and 7 days, recent incidents */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    vpcID: string;
+                    serviceID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The monitor (`enabled: false` and nulls when monitoring is off) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            enabled: boolean;
+                            path: string | null;
+                            interval_seconds: number | null;
+                            timeout_seconds: number | null;
+                            /** @description The status codes that count as up, both ends included */
+                            expected_status: {
+                                min: number;
+                                max: number;
+                            } | null;
+                            /**
+                             * @description `unknown` until the first check (and while disabled); `down` after 2 failed checks in a row; `up` at the first success
+                             * @enum {string}
+                             */
+                            status: "up" | "down" | "unknown";
+                            last_checked_at: string | null;
+                            /** @description Null when the last check got no response */
+                            last_status_code: number | null;
+                            /** @description Time to the response's headers; null when there was none */
+                            last_latency_ms: number | null;
+                            /** @description Why the last check failed; null when it succeeded */
+                            last_error: string | null;
+                            next_check_at: string | null;
+                            /** @description Percentage (0-100, three decimals) of successful checks over the current hour and the 23 before it; null without checks */
+                            uptime_24h: number | null;
+                            /** @description The same over the current hour and the 167 before it */
+                            uptime_7d: number | null;
+                            /** @description Newest first, at most 20; `started_at` is the first failed check, `ended_at` the first success after (null while down) */
+                            incidents: {
+                                started_at: string;
+                                ended_at: string | null;
+                                reason: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Service not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description A service this request needs is unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Enable uptime monitoring: the service's public URL is requested every interval; on an enabled monitor, replaces its settings */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    vpcID: string;
+                    serviceID: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The path checked on the service's public URL (default /): starts with /, printable ASCII, no //, @, \ or #, at most 2000 characters */
+                        path?: string;
+                        /** @description Seconds between checks: 60 by default, from 30 (unless the operator lowered it) to 3600 */
+                        interval_seconds?: number;
+                        /** @description How long a check waits for the response's headers, in seconds (to the millisecond): 0.1-60, shorter than the interval; default 10 (half the interval when that is shorter) */
+                        timeout_seconds?: number;
+                        /** @description The status codes that count as up, both ends included (default {"min": 200, "max": 399}); a redirect is never followed */
+                        expected_status?: {
+                            min: number;
+                            max: number;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description The settings of the enabled monitor replaced (its state, counts and incidents kept) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            enabled: boolean;
+                            path: string | null;
+                            interval_seconds: number | null;
+                            timeout_seconds: number | null;
+                            /** @description The status codes that count as up, both ends included */
+                            expected_status: {
+                                min: number;
+                                max: number;
+                            } | null;
+                            /**
+                             * @description `unknown` until the first check (and while disabled); `down` after 2 failed checks in a row; `up` at the first success
+                             * @enum {string}
+                             */
+                            status: "up" | "down" | "unknown";
+                            last_checked_at: string | null;
+                            /** @description Null when the last check got no response */
+                            last_status_code: number | null;
+                            /** @description Time to the response's headers; null when there was none */
+                            last_latency_ms: number | null;
+                            /** @description Why the last check failed; null when it succeeded */
+                            last_error: string | null;
+                            next_check_at: string | null;
+                            /** @description Percentage (0-100, three decimals) of successful checks over the current hour and the 23 before it; null without checks */
+                            uptime_24h: number | null;
+                            /** @description The same over the current hour and the 167 before it */
+                            uptime_7d: number | null;
+                            /** @description Newest first, at most 20; `started_at` is the first failed check, `ended_at` the first success after (null while down) */
+                            incidents: {
+                                started_at: string;
+                                ended_at: string | null;
+                                reason: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Monitoring enabled: the monitor */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            enabled: boolean;
+                            path: string | null;
+                            interval_seconds: number | null;
+                            timeout_seconds: number | null;
+                            /** @description The status codes that count as up, both ends included */
+                            expected_status: {
+                                min: number;
+                                max: number;
+                            } | null;
+                            /**
+                             * @description `unknown` until the first check (and while disabled); `down` after 2 failed checks in a row; `up` at the first success
+                             * @enum {string}
+                             */
+                            status: "up" | "down" | "unknown";
+                            last_checked_at: string | null;
+                            /** @description Null when the last check got no response */
+                            last_status_code: number | null;
+                            /** @description Time to the response's headers; null when there was none */
+                            last_latency_ms: number | null;
+                            /** @description Why the last check failed; null when it succeeded */
+                            last_error: string | null;
+                            next_check_at: string | null;
+                            /** @description Percentage (0-100, three decimals) of successful checks over the current hour and the 23 before it; null without checks */
+                            uptime_24h: number | null;
+                            /** @description The same over the current hour and the 167 before it */
+                            uptime_7d: number | null;
+                            /** @description Newest first, at most 20; `started_at` is the first failed check, `ended_at` the first success after (null while down) */
+                            incidents: {
+                                started_at: string;
+                                ended_at: string | null;
+                                reason: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Invalid settings; `field` names the offending field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Service not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description The service is being deleted, or cannot be checked over HTTP (`not_a_web_service`, `no_port`) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description A service this request needs is unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        /** Disable uptime monitoring (its counts and incidents are forgotten); succeeds when already off */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    vpcID: string;
+                    serviceID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Monitoring is off */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Service not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description The service is being deleted */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description A service this request needs is unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
         options?: never;
         head?: never;
         patch?: never;

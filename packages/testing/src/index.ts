@@ -13,3 +13,5 @@ export * from './url-corpus.ts';
 export * from './shell-client.ts';
 export * from './event-stream.ts';
 export * from './git-server.ts';
+export * from './s3-test-server.ts';
+export * from './edge-servers.ts';

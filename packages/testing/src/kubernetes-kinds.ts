@@ -7,7 +7,7 @@ import { Namespace, PersistentVolumeClaim, Pod, Secret, Service, ServiceAccount 
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { CronJob, Job } from 'kubernetes-models/batch/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
-import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
+import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 
 // The kinds the fake Kubernetes API serves, and what the real API server would refuse of
 // each: core kinds checked with kubernetes-models (the Kubernetes OpenAPI schemas), custom
@@ -197,11 +197,14 @@ export const KINDS: KindInfo[] = [
   core('batch/v1', 'CronJob', 'cronjobs', true, CronJob, 'cronJob'),
   core('autoscaling/v2', 'HorizontalPodAutoscaler', 'horizontalpodautoscalers', true, HorizontalPodAutoscaler, 'subdomain'),
   core('networking.k8s.io/v1', 'NetworkPolicy', 'networkpolicies', true, NetworkPolicy, 'subdomain'),
+  core('networking.k8s.io/v1', 'Ingress', 'ingresses', true, Ingress, 'subdomain'),
   custom('postgresql.cnpg.io/v1', 'Cluster', 'clusters', 'cloudnative-pg/postgresql.cnpg.io_clusters.yaml'),
   custom('postgresql.cnpg.io/v1', 'Pooler', 'poolers', 'cloudnative-pg/postgresql.cnpg.io_poolers.yaml'),
   custom('postgresql.cnpg.io/v1', 'Backup', 'backups', 'cloudnative-pg/postgresql.cnpg.io_backups.yaml'),
   custom('moco.cybozu.com/v1beta2', 'MySQLCluster', 'mysqlclusters', 'moco/moco.cybozu.com_mysqlclusters.yaml'),
   custom('moco.cybozu.com/v1beta2', 'BackupPolicy', 'backuppolicies', 'moco/moco.cybozu.com_backuppolicies.yaml'),
+  custom('snapshot.storage.k8s.io/v1', 'VolumeSnapshot', 'volumesnapshots', 'external-snapshotter-v8.7.0/snapshot.storage.k8s.io_volumesnapshots.yaml'),
+  custom('cert-manager.io/v1', 'Certificate', 'certificates', 'cert-manager-v1.21.2/cert-manager.io_certificates.yaml'),
 ];
 
 /** Throws unless `body` is an object of a known kind that the API server would accept. */

@@ -7,6 +7,9 @@ import { envRoutes } from './http/env-routes.ts';
 import { buildRoutes } from './http/build-routes.ts';
 import { logRoutes } from './http/log-routes.ts';
 import { execRoutes } from './http/exec-routes.ts';
+import { domainRoutes } from './http/domain-routes.ts';
+import { uptimeRoutes } from './http/uptime-routes.ts';
+import { diskBackupRoutes } from './http/disk-backup-routes.ts';
 import type { ShellLimits } from './domain/exec.ts';
 
 /** Every route compute serves, built from its dependencies (tests and the skeleton serve them). */
@@ -17,6 +20,9 @@ export function computeRoutes(ctx: ComputeContext): Route[] {
     ...envRoutes(ctx),
     ...buildRoutes(ctx),
     ...logRoutes(ctx),
+    ...domainRoutes(ctx),
+    ...uptimeRoutes(ctx),
+    ...diskBackupRoutes(ctx),
     vpcUsageRoute((vpcId) => countServices(ctx, vpcId)),
   ];
 }

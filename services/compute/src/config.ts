@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { serviceEnv, port, loadConfig } from '@pier/kit';
+import { checkDiskBackupEnv, diskBackupEnv } from './disk-backup-config.ts';
 
 /** A comma-separated list (empty by default), each item matching `item` when given. */
 const list = (name: string, item?: RegExp) =>
@@ -93,8 +94,76 @@ export const computeEnv = serviceEnv
     PIER_BUILDKIT_IMAGE: z.string().min(1).default('moby/buildkit:v0.17.3-rootless'),
     /** kubernetes: a Secret of type kubernetes.io/dockerconfigjson in the build namespace, with the credentials to push. */
     PIER_BUILD_PUSH_SECRET: z.string().min(1).optional(),
+    /** The shortest interval an uptime monitor may ask for, in seconds (the API's rule is 30; tests lower it). */
+    PIER_UPTIME_MIN_INTERVAL_SECONDS: z.coerce
+      .number()
+      .int()
+      .min(1, 'PIER_UPTIME_MIN_INTERVAL_SECONDS must be 1 to 3600 (seconds)')
+      .max(3600, 'PIER_UPTIME_MIN_INTERVAL_SECONDS must be 1 to 3600 (seconds)')
+      .default(30),
+    /** Uptime checks in flight at once in one compute. */
+    PIER_UPTIME_CONCURRENCY: z.coerce.number().int().min(1, 'PIER_UPTIME_CONCURRENCY must be at least 1 (checks at once)').default(16),
+    /** How often due uptime checks are looked for. */
+    PIER_UPTIME_TICK_MS: z.coerce.number().int().min(50, 'PIER_UPTIME_TICK_MS must be at least 50 ms').default(1000),
+    /** Days of hourly uptime counts kept (uptime_7d reads seven). */
+    PIER_UPTIME_RETENTION_DAYS: z.coerce.number().int().min(7, 'PIER_UPTIME_RETENTION_DAYS must be at least 7 (uptime_7d reads seven days)').default(8),
+    /** The edge (a reverse proxy in front of every web service): `on` (default) or `off` (no public URLs, no custom domains). */
+    PIER_EDGE: z.enum(['on', 'off'], { error: 'PIER_EDGE must be on or off' }).default('on'),
+    /** Every web service answers at https://<name>-<short id>.<apps domain>. The default resolves to this machine in curl and browsers. */
+    PIER_APPS_DOMAIN: z
+      .string()
+      .regex(
+        /^(?=.{1,200}$)[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+$/,
+        'PIER_APPS_DOMAIN must be a lowercase DNS domain such as apps.example.com',
+      )
+      .default('pier.localhost'),
+    /** docker: the edge container's name (its volume is `<name>-data`). */
+    PIER_EDGE_CONTAINER: z
+      .string()
+      .regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]+$/, 'PIER_EDGE_CONTAINER must be a container name')
+      .default('pier-edge'),
+    /** docker: the edge's image (built locally by deploy/images/build.sh). */
+    PIER_EDGE_IMAGE: z.string().min(1).default('pier/edge:1'),
+    /** docker: host port for HTTP (0: any free port). */
+    PIER_EDGE_HTTP_PORT: z.coerce.number().int().min(0).max(65535, 'PIER_EDGE_HTTP_PORT must be 0 to 65535').default(80),
+    /** docker: host port for HTTPS (0: any free port). */
+    PIER_EDGE_HTTPS_PORT: z.coerce.number().int().min(0).max(65535, 'PIER_EDGE_HTTPS_PORT must be 0 to 65535').default(443),
+    /** docker: the host address the edge's ports are published on. */
+    PIER_EDGE_BIND_ADDRESS: z.string().min(1).default('0.0.0.0'),
+    /** The edge's public addresses (an apex domain's A/AAAA records point there); docker: the edge container's own when empty. */
+    PIER_EDGE_ADDRESSES: list('PIER_EDGE_ADDRESSES', /^([0-9.]+|[0-9a-fA-F:]+)$/),
+    /** docker: a certificate (PEM file) for *.<apps domain>, with its key; without them the edge's internal CA signs one. */
+    PIER_EDGE_APPS_CERT_FILE: z.string().min(1).optional(),
+    PIER_EDGE_APPS_KEY_FILE: z.string().min(1).optional(),
+    /** kubernetes: a TLS Secret (in each VPC namespace) for *.<apps domain>. */
+    PIER_EDGE_APPS_TLS_SECRET: z.string().min(1).optional(),
+    /** kubernetes: the IngressClass of Pier's Ingresses (the cluster's default when unset). */
+    PIER_EDGE_INGRESS_CLASS: z.string().min(1).optional(),
+    /** kubernetes: the cert-manager ClusterIssuer of custom domains' Certificates. */
+    PIER_EDGE_CLUSTER_ISSUER: z.string().min(1).default('pier-acme'),
+    /** How often the routing table is re-sent to the edge and certificates looked after. */
+    PIER_EDGE_SYNC_INTERVAL_MS: z.coerce.number().int().min(100).default(5000),
+    /** docker: the ACME directory custom domains' certificates come from. */
+    PIER_ACME_DIRECTORY_URL: z
+      .url({ protocol: /^https$/, error: 'PIER_ACME_DIRECTORY_URL must be an https:// URL' })
+      .default('https://acme-v02.api.letsencrypt.org/directory'),
+    /** docker: the ACME account's contact address (the CA's expiry notices). */
+    PIER_ACME_EMAIL: z.email({ error: 'PIER_ACME_EMAIL must be an email address' }).optional(),
+    /** docker: a CA (PEM file) to trust for the ACME directory's own TLS, for a private ACME server. */
+    PIER_ACME_CA_FILE: z.string().min(1).optional(),
+    /** docker: an issuance taking longer than this fails. */
+    PIER_ACME_TIMEOUT_SECONDS: z.coerce.number().int().min(5, 'PIER_ACME_TIMEOUT_SECONDS must be at least 5').default(90),
+    /** Certificates are renewed once they expire within this many days. */
+    PIER_ACME_RENEW_BEFORE_DAYS: z.coerce.number().min(0, 'PIER_ACME_RENEW_BEFORE_DAYS must be 0 or more').default(30),
+    /** Custom domains one service may hold. */
+    PIER_DOMAINS_PER_SERVICE: z.coerce.number().int().min(1, 'PIER_DOMAINS_PER_SERVICE must be at least 1').default(20),
+    ...diskBackupEnv,
   })
   .superRefine((env, ctx) => {
+    checkDiskBackupEnv(env, ctx);
+    if (Boolean(env.PIER_EDGE_APPS_CERT_FILE) !== Boolean(env.PIER_EDGE_APPS_KEY_FILE)) {
+      ctx.addIssue({ code: 'custom', path: ['PIER_EDGE_APPS_KEY_FILE'], message: 'PIER_EDGE_APPS_CERT_FILE and PIER_EDGE_APPS_KEY_FILE go together' });
+    }
     if (env.PIER_SECRETS_GRPC_URL && !env.PIER_COMPUTE_SERVICE_PRIVATE_KEY) {
       ctx.addIssue({
         code: 'custom',

@@ -13,15 +13,27 @@ import { Reconciler } from './domain/reconciler.ts';
 import { BuildWorker } from './domain/build-worker.ts';
 import { createBuilds } from './build-wiring.ts';
 import { computeRoutes, computeUpgrades } from './app.ts';
+import { createEdge } from './edge-wiring.ts';
+import { EdgeWorker } from './domain/edge-worker.ts';
+import { createUptime, publicUrlTarget } from './uptime-wiring.ts';
+import { UptimeChecker } from './domain/uptime-checker.ts';
+import { createDiskBackups } from './disk-backup-wiring.ts';
+import { DiskBackupScheduler } from './domain/disk-backup-scheduler.ts';
 
 export interface StartOptions {
   /** Where log lines go; standard output when absent. */
   logDestination?: NodeJS.WritableStream;
 }
 
+/** Levers of a running compute, for operators and tests. */
+export interface ComputeLevers {
+  /** One disk-backup scheduler pass as if it were `now`: due schedules, retention, deleted services' backups. */
+  runDiskBackupsDue(now: Date): Promise<void>;
+}
+
 /** Starts compute: its schema, its cluster, its routes, and the reconciler in the background. */
-export function start(config: ComputeConfig, options: StartOptions = {}): Promise<RunningService> {
-  return startService({
+export function start(config: ComputeConfig, options: StartOptions = {}): Promise<RunningService & ComputeLevers> {
+  return startService<ComputeLevers>({
     name: 'compute',
     config,
     httpPort: config.PIER_COMPUTE_HTTP_PORT,
@@ -32,6 +44,7 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
       const secrets = createSecretsPort(config);
       onStop('secrets client', () => secrets.close());
       const cluster = createCluster(config, secrets.port, logger);
+      const edge = createEdge(config, db, logger);
       const ctx: ComputeContext = {
         store: new KnexComputeStore(db),
         cluster,
@@ -44,6 +57,9 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
           retentionDays: config.PIER_COMPUTE_LOG_RETENTION_DAYS,
         },
         builds: createBuilds(config, db, logger),
+        edge,
+        uptime: createUptime(config, db, publicUrlTarget(edge)),
+        disks: createDiskBackups(config, db, logger),
         log: logger,
         locks: new KeyedMutex(),
         eventsWritten: () => relay.poke(),
@@ -51,14 +67,20 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
       };
       const builds = new BuildWorker(ctx, logger, config.PIER_BUILD_INTERVAL_MS);
       ctx.builds.runner = builds;
+      const edgeWorker = new EdgeWorker(ctx, logger, config.PIER_EDGE_SYNC_INTERVAL_MS);
+      ctx.edge.syncer = edgeWorker;
+      const diskBackups = new DiskBackupScheduler(ctx, logger, config.PIER_COMPUTE_BACKUP_INTERVAL_MS);
       return {
         routes: computeRoutes(ctx),
         upgrades: computeUpgrades(ctx, { idleMs: config.PIER_COMPUTE_EXEC_IDLE_TIMEOUT_SECONDS * 1000, maxMs: config.PIER_COMPUTE_EXEC_MAX_SECONDS * 1000 }),
         background: [
           cluster,
           new Reconciler(ctx, logger, config.PIER_COMPUTE_RECONCILE_INTERVAL_MS),
+          diskBackups,
           builds,
+          edgeWorker,
           new LogRetention(ctx, logger),
+          new UptimeChecker(ctx, logger, config.PIER_UPTIME_TICK_MS),
           new LogCollector(ctx, logger, {
             batchLines: config.PIER_COMPUTE_LOG_BATCH_LINES,
             flushMs: config.PIER_COMPUTE_LOG_FLUSH_MS,
@@ -67,6 +89,7 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
         ],
         keepAliveMs: config.PIER_COMPUTE_SSE_KEEPALIVE_MS,
         describe: { cluster: cluster.kind },
+        extra: { runDiskBackupsDue: (now: Date) => diskBackups.runDue(now) },
       };
     },
   });

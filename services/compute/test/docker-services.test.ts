@@ -8,6 +8,7 @@ import { createLogger } from '@pier/kit';
 import { infra, socketLink } from '@pier/testing';
 import { DockerCluster } from '../src/cluster/docker.ts';
 import { UnconfiguredSecrets } from '../src/secrets/unconfigured.ts';
+import { shellIn } from './disk-backup-support.ts';
 
 let c: Compute;
 let nc: NatsConnection;
@@ -328,13 +329,16 @@ describe('cron services and disks on docker', () => {
     expect(failed.status_message).toMatch(/exited with code 3/);
   });
 
-  it('mounts a named volume for a disk and removes it with the service', async () => {
-    const res = await c.post(c.base, { name: 'store', image: TINY_HTTP, disk_size_gb: 1, disk_mount_path: '/data' });
+  it("mounts a named volume for a disk, writable by the service's user, and removes it with the service", async () => {
+    const res = await c.post(c.base, { name: 'store', image: TINY_HTTP, disk_size_gb: 1, disk_mount_path: '/data', run_as_user: 1234 });
     expect(res.status).toBe(201);
     await settle(res.body.id, 'running');
     const [container] = await containersOf(res.body.id);
     const info = await docker.getContainer(container!.Id).inspect();
     expect(info.Mounts).toEqual([expect.objectContaining({ Type: 'volume', Name: `pier-disk-${res.body.id}`, Destination: '/data' })]);
+    // The replica runs as 1234 with no-new-privileges: the disk was handed to that user.
+    const written = await shellIn(container!.Id, 'echo kept > /data/probe && cat /data/probe && stat -c %u /data', '1234');
+    expect(written).toEqual({ code: 0, out: 'kept\n1234\n' });
     await c.request('DELETE', `${c.base}/${res.body.id}`);
     await settle(res.body.id, 'deleted');
     await expect(docker.getVolume(`pier-disk-${res.body.id}`).inspect()).rejects.toMatchObject({ statusCode: 404 });

@@ -7,15 +7,16 @@ import path from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import pg from 'pg';
-import { createLogger, generateIdentityKeys, IDENTITY_HEADER, secretObjectName, vpcNamespace, UnavailableError, resourcesOf } from '@pier/kit';
+import { createLogger, generateIdentityKeys, IDENTITY_HEADER, secretObjectName, vpcNamespace, UnavailableError } from '@pier/kit';
 import { createTestDatabase, FakeKubernetes, infra } from '@pier/testing';
 import type * as secrets from '@pier/secrets';
 import { KubernetesCluster } from '../src/cluster/kubernetes.ts';
 import { desiredObjects, namespaceManifest, networkPolicyManifest } from '../src/cluster/kubernetes-manifests.ts';
 import type { ObserveTarget, WorkloadSpec } from '../src/domain/cluster-port.ts';
-import { configFromCreate, type CreateServiceInput } from '../src/domain/service-config.ts';
+import type { CreateServiceInput } from '../src/domain/service-config.ts';
 import type { EnvEntry } from '../src/domain/env-vars.ts';
 import { startCompute, startSecretsFor, until, type Compute, type TestDatabase } from './support.ts';
+import { workloadSpec } from './workload-spec.ts';
 
 const log = createLogger('test', 'warn');
 let fake: FakeKubernetes;
@@ -36,20 +37,7 @@ afterAll(async () => {
   if (kubeconfig) await rm(path.dirname(kubeconfig), { recursive: true, force: true });
 });
 
-function spec(input: CreateServiceInput, env: EnvEntry[] = [], image = 'registry.example/app:v1'): WorkloadSpec {
-  const config = configFromCreate(input);
-  return {
-    workspaceId,
-    vpcId,
-    serviceId: randomUUID(),
-    serviceName: input.name,
-    deploymentId: randomUUID(),
-    image,
-    config,
-    resources: resourcesOf(config.instance_type),
-    env,
-  };
-}
+const spec = (input: CreateServiceInput, env: EnvEntry[] = [], image?: string) => workloadSpec({ workspaceId, vpcId }, input, env, image);
 
 function target(s: WorkloadSpec): ObserveTarget {
   return {

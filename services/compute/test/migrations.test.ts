@@ -18,6 +18,8 @@ describe('compute migrations', () => {
         );
       await migrate(knex, SCHEMA, migrations, 'up');
       expect(await tables()).toEqual(expect.arrayContaining(['build_logs', 'builds', 'deployments', 'env_vars', 'outbox', 'services']));
+      expect(await tables()).toEqual(expect.arrayContaining(['uptime_counts', 'uptime_incidents', 'uptime_monitors']));
+      expect(await tables()).toEqual(expect.arrayContaining(['disk_backup_schedules', 'disk_backups', 'disk_restores']));
       // A literal and a reference at once is refused by the database too.
       await knex('services').insert({
         workspace_id: '6f1c1a52-7d2e-4a8e-9d55-1f6f3d7d8a10',
@@ -37,6 +39,8 @@ describe('compute migrations', () => {
       await migrate(knex, SCHEMA, migrations, 'down');
       expect(await tables()).not.toContain('services');
       expect(await tables()).not.toContain('builds');
+      expect(await tables()).not.toContain('uptime_monitors');
+      expect(await tables()).not.toContain('disk_backups');
       await migrate(knex, SCHEMA, migrations, 'up');
       expect(await tables()).toContain('services');
     } finally {

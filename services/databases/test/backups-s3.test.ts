@@ -4,22 +4,16 @@
 // archive and base backups (pgBackRest) and MariaDB's backups (mariadb-backup through
 // rclone) land in the bucket, and restores read them back from there.
 import { mkdtemp, writeFile } from 'node:fs/promises';
-import { networkInterfaces, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mysqlCli, psql } from '@pier/testing';
+import { machineAddress, mysqlCli, psql } from '@pier/testing';
 import { databaseChecks, startDatabases, until, type Databases } from './support.ts';
 import { startS3Server, type S3Server } from './s3-server.ts';
 
 const BUCKET = 'pier-test-backups';
 let h: Databases;
 let s3: S3Server;
-
-/** A non-loopback address of this machine: the databases' containers reach the store there. */
-function machineAddress(): string {
-  for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
-  throw new Error('no non-loopback IPv4 address');
-}
 
 /** Object keys in the bucket. */
 const objects = async () => (await s3.objects.list('')).map((o) => o.key);

@@ -7,6 +7,7 @@ import { byNameOrId, type Context, type Scope } from '../context.ts';
 import { CliError } from '../errors.ts';
 import { collectAll, confirm, database, DATABASE } from '../resources.ts';
 import { waitFor } from '../wait.ts';
+import type { Column } from '../output.ts';
 
 const BACKUPS = `${DATABASE}/backups` as const;
 const VPCS = '/api/v1/workspaces/{workspaceID}/vpcs' as const;
@@ -16,7 +17,28 @@ interface WaitOptions {
   timeout: number;
 }
 
-const size = (bytes: number | null) =>
+interface BackupRow {
+  status: string;
+  error: string | null;
+  method: string;
+  size_bytes: number | null;
+  completed_at: string | null;
+}
+
+/** The columns of a table of backups (a database's or a disk's), after `first` (the name or id); `started` is when it began. */
+export function backupColumns<T extends BackupRow>(first: Column<T>, started: Column<T>): Column<T>[] {
+  return [
+    first,
+    { header: 'STATUS', value: (b) => (b.error ? `${b.status} (${b.error})` : b.status) },
+    { header: 'METHOD', value: (b) => b.method },
+    { header: 'SIZE', value: (b) => byteSize(b.size_bytes) },
+    started,
+    { header: 'COMPLETED', value: (b) => b.completed_at ?? '' },
+  ];
+}
+
+/** A size for people (KiB under a MiB). */
+export const byteSize = (bytes: number | null) =>
   bytes === null ? '' : bytes < 1024 * 1024 ? `${Math.ceil(bytes / 1024)} KiB` : `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 
 /** Waits for a backup to finish (failed: exit 1). */
@@ -89,18 +111,7 @@ export function register(db: Command): void {
             : first.items;
           const all = { ...first, items, next_cursor: null };
           ctx.out.result(all, () => {
-            ctx.out.table(
-              items,
-              [
-                { header: 'NAME', value: (b) => b.name },
-                { header: 'STATUS', value: (b) => (b.error ? `${b.status} (${b.error})` : b.status) },
-                { header: 'METHOD', value: (b) => b.method },
-                { header: 'SIZE', value: (b) => size(b.size_bytes) },
-                { header: 'STARTED', value: (b) => b.started_at },
-                { header: 'COMPLETED', value: (b) => b.completed_at ?? '' },
-              ],
-              'no backups yet',
-            );
+            ctx.out.table(items, backupColumns({ header: 'NAME', value: (b) => b.name }, { header: 'STARTED', value: (b) => b.started_at }), 'no backups yet');
             const w = first.recovery_window;
             if (w) ctx.out.line(`Point-in-time recovery: any time from ${w.earliest} to ${w.latest}`);
           });
@@ -120,7 +131,7 @@ export function register(db: Command): void {
           const { client, path } = await database(ctx, ref);
           const started = await unwrap(client.POST(BACKUPS, { params: { path }, body: {} }));
           const landed = o.wait ? await waitForBackup(client, path, started.name, o.timeout) : started;
-          ctx.out.result(landed, () => ctx.out.line(`Backup ${landed.name}: ${landed.status}${landed.size_bytes ? ` (${size(landed.size_bytes)})` : ''}`));
+          ctx.out.result(landed, () => ctx.out.line(`Backup ${landed.name}: ${landed.status}${landed.size_bytes ? ` (${byteSize(landed.size_bytes)})` : ''}`));
         }),
       ),
     'pier db backups create orders --wait',

@@ -1,7 +1,8 @@
 // pier services: container services of the VPC — list, create, show, update, deploy,
 // restart, rollback, deployments, delete. Environment variables: commands/env.ts; a shell
 // in a replica: commands/shell.ts; what replicas print: commands/logs.ts; builds:
-// commands/builds.ts.
+// commands/builds.ts; uptime monitoring: commands/uptime.ts; custom domains: commands/domains.ts;
+// disk backups: commands/disk-backups.ts.
 import type { Command } from 'commander';
 import { paginate, unwrap } from '@pier/sdk';
 import { collect, examples, group, integer, run, WAIT_TIMEOUT } from '../command.ts';
@@ -12,6 +13,9 @@ import { register as registerEnv } from './env.ts';
 import { register as registerShell } from './shell.ts';
 import { register as registerLogs } from './logs.ts';
 import { register as registerBuilds } from './builds.ts';
+import { register as registerUptime } from './uptime.ts';
+import { register as registerDomains } from './domains.ts';
+import { register as registerDiskBackups } from './disk-backups.ts';
 
 type ServiceRecord = Awaited<ReturnType<typeof readService>>['record'];
 
@@ -98,6 +102,7 @@ function showService(ctx: Context, s: ServiceRecord) {
     ['id', s.id],
     ['status', s.status_message ? `${s.status} (${s.status_message})` : s.status],
     ['type', s.service_type],
+    ['url', s.url],
     ['instance', `${s.instance_type} (${s.resources.cpu} CPU, ${s.resources.memory_mib} MiB)`],
     ['mode', s.deployment_mode],
     ['image', s.image],
@@ -282,4 +287,7 @@ export function register(program: Command): void {
   registerShell(services);
   registerLogs(services);
   registerBuilds(services);
+  registerUptime(services);
+  registerDomains(services);
+  registerDiskBackups(services);
 }

@@ -28,3 +28,8 @@ export function containerName(serviceName: string, deploymentId: string, suffix:
 export function volumeName(serviceId: string): string {
   return `pier-disk-${serviceId}`;
 }
+
+/** A network alias every replica carries, unique across VPCs: the edge resolves it to the running replicas. */
+export function edgeAlias(serviceId: string): string {
+  return `pier-svc-${serviceId}`;
+}

@@ -17,7 +17,7 @@ import { HealthProber } from './docker-health.ts';
 import { uptimeMs } from './docker-uptime.ts';
 import { DockerEngine } from './docker-engine.ts';
 import { CronScheduler } from './docker-cron.ts';
-import { KIND_SERVICE, LABEL, containerName, volumeName, type DockerRole } from './docker-labels.ts';
+import { KIND_SERVICE, LABEL, containerName, edgeAlias, volumeName, type DockerRole } from './docker-labels.ts';
 import type { Observation } from '../domain/status.ts';
 
 /**
@@ -36,6 +36,8 @@ export interface DockerClusterOptions {
   timeoutMs?: number;
   /** How often the cron scheduler looks for due schedules. */
   cronIntervalMs?: number;
+  /** pier/volume-tools (deploy/images): hands a new disk to the service's user. */
+  volumeToolsImage?: string;
 }
 
 /** The exit code in a listing's Status (`Exited (137) 3 seconds ago`, `Restarting (1) ...`). */
@@ -147,7 +149,11 @@ export class DockerCluster implements ClusterPort {
 
   async delete(ref: WorkloadRef): Promise<void> {
     for (const c of await this.listService(ref.serviceId)) await this.remove(c.Id);
-    await this.engine.removeVolume(volumeName(ref.serviceId));
+    // A disk restore's volume has a name of its own: every volume labelled with the service goes.
+    const { Volumes } = await this.call('volume list', () =>
+      this.docker.listVolumes({ filters: JSON.stringify({ label: [`${LABEL.managed}=true`, `${LABEL.service}=${ref.serviceId}`] }) }),
+    );
+    for (const name of new Set([volumeName(ref.serviceId), ...(Volumes ?? []).map((v) => v.Name)])) await this.engine.removeVolume(name);
   }
 
   /** Every container of one service (all states). */
@@ -199,7 +205,10 @@ export class DockerCluster implements ClusterPort {
       }
       case 'removing':
         return unit('pending', `${who} is being removed`);
-      default: // paused, dead
+      case 'paused':
+        // A disk backup freezes the replicas for the moment its copy takes (docker-disk-backups.ts).
+        return unit('pending', `${who} is paused`);
+      default: // dead
         return unit('failed', `${who} is ${c.State}`);
     }
   }
@@ -225,10 +234,10 @@ export class DockerCluster implements ClusterPort {
         NetworkMode: network,
         SecurityOpt: ['no-new-privileges'],
         LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '3' } },
-        ...(c.disk_mount_path ? { Mounts: [{ Type: 'volume', Source: volumeName(spec.serviceId), Target: c.disk_mount_path }] } : {}),
+        ...(c.disk_mount_path ? { Mounts: [{ Type: 'volume', Source: spec.diskVolume ?? volumeName(spec.serviceId), Target: c.disk_mount_path }] } : {}),
       },
-      // Other services of the VPC reach this one by its name.
-      NetworkingConfig: { EndpointsConfig: { [network]: { Aliases: [spec.serviceName] } } },
+      // Other services of the VPC reach this one by its name; the edge by an alias of its id.
+      NetworkingConfig: { EndpointsConfig: { [network]: { Aliases: [spec.serviceName, edgeAlias(spec.serviceId)] } } },
     };
   }
 
@@ -263,13 +272,63 @@ export class DockerCluster implements ClusterPort {
   }
 
   private async ensureVolume(spec: WorkloadSpec): Promise<void> {
+    const name = spec.diskVolume ?? volumeName(spec.serviceId);
+    const exists = await this.call('volume inspect', () =>
+      this.docker
+        .getVolume(name)
+        .inspect()
+        .then(
+          () => true,
+          (err: { statusCode?: number }) => {
+            if (err.statusCode === 404) return false;
+            throw err;
+          },
+        ),
+    );
+    if (exists) return;
     // Docker's local driver cannot cap a volume's size: disk_size_gb is enforced on Kubernetes only.
     await this.call('volume create', () =>
       this.docker.createVolume({
-        Name: volumeName(spec.serviceId),
+        Name: name,
         Labels: { [LABEL.managed]: 'true', [LABEL.kind]: KIND_SERVICE, [LABEL.vpc]: spec.vpcId, [LABEL.service]: spec.serviceId },
       }),
     );
+    try {
+      await this.handOver(name, spec);
+    } catch (err) {
+      // New and empty: gone again, so the next apply creates and hands it over afresh.
+      await this.engine.removeVolume(name).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /**
+   * A new volume's root belongs to root, and replicas run as run_as_user with no way to gain
+   * privileges: the disk is handed to that user once, as Kubernetes' fsGroup does for a claim.
+   */
+  private async handOver(volume: string, spec: WorkloadSpec): Promise<void> {
+    const image = this.opts.volumeToolsImage ?? 'pier/volume-tools:1';
+    const uid = spec.config.run_as_user;
+    const created = await this.call('container create', () =>
+      this.docker.createContainer({
+        Image: image,
+        Entrypoint: ['chown', `${uid}:${uid}`, '/disk'],
+        User: '0',
+        Labels: { [LABEL.managed]: 'true', [LABEL.role]: 'disk-setup' },
+        HostConfig: { Mounts: [{ Type: 'volume', Source: volume, Target: '/disk' }], NetworkMode: 'none' },
+      }),
+    ).catch((err: Error) => {
+      if (/no such image/i.test(err.message)) throw new WorkloadRejectedError(`the image ${image} is not on the engine (deploy/images/build.sh volume-tools)`);
+      throw err;
+    });
+    try {
+      const container = this.docker.getContainer(created.id);
+      await this.call('container start', () => container.start());
+      const { StatusCode } = (await this.call('container wait', () => container.wait())) as { StatusCode: number };
+      if (StatusCode !== 0) throw new WorkloadRejectedError(`could not hand the disk ${volume} to uid ${uid} (exit code ${StatusCode})`);
+    } finally {
+      await this.engine.removeContainer(created.id);
+    }
   }
 
   private async hostCpus(): Promise<number> {

@@ -19,7 +19,13 @@ import { KubernetesLogSource } from './kubernetes-logs.ts';
 
 export function createCluster(config: ComputeConfig, secrets: SecretsPort, logger: Logger): ClusterPort {
   if (config.PIER_CLUSTER === 'kubernetes') return KubernetesCluster.fromKubeconfig(config.PIER_KUBECONFIG, logger);
-  return new DockerCluster({ host: config.PIER_DOCKER_HOST, secrets, logger, cronIntervalMs: config.PIER_COMPUTE_CRON_INTERVAL_MS });
+  return new DockerCluster({
+    host: config.PIER_DOCKER_HOST,
+    secrets,
+    logger,
+    cronIntervalMs: config.PIER_COMPUTE_CRON_INTERVAL_MS,
+    volumeToolsImage: config.PIER_COMPUTE_BACKUP_IMAGE,
+  });
 }
 
 /** Shells (exec) on the same cluster. */

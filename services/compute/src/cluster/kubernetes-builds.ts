@@ -30,7 +30,7 @@ import { kubernetesApiConfiguration } from '@pier/kit/kubernetes';
 import { BuildFailedError, type BuilderPort, type BuildIo, type BuildRequest, type BuildTarget } from '../domain/builder-port.ts';
 import { packContext } from './build-context.ts';
 import { fetchRepository } from './git-source.ts';
-import { FIELD_MANAGER, kubernetesCall, kubernetesError } from './kubernetes.ts';
+import { FIELD_MANAGER, deleteObject, kubernetesCall, kubernetesError } from './kubernetes.ts';
 import type { Manifest } from './kubernetes-manifests.ts';
 import {
   BUILD_CONTAINER,
@@ -154,18 +154,7 @@ export class KubernetesBuilder implements BuilderPort {
   }
 
   async discard(t: BuildTarget): Promise<void> {
-    try {
-      await this.objects.delete(
-        { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: buildJobName(t.buildId), namespace: this.opts.namespace } },
-        undefined,
-        undefined,
-        undefined,
-        undefined,
-        'Background',
-      );
-    } catch (err) {
-      if (!isNotFound(err)) throw kubernetesError(err, 'delete Job');
-    }
+    await deleteObject(this.objects, this.opts.namespace, { apiVersion: 'batch/v1', kind: 'Job', name: buildJobName(t.buildId) });
   }
 
   private async readJob(t: BuildTarget): Promise<V1Job | undefined> {

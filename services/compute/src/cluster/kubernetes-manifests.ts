@@ -35,7 +35,12 @@ export function diskClaimName(serviceName: string): string {
   return `${serviceName}-disk`;
 }
 
-function serviceLabels(ref: WorkloadRef): Record<string, string> {
+/** The claim that is the service's disk: the one it was created with, or the one a restore made (kubernetes-disk-backups.ts). */
+export function claimOf(spec: WorkloadSpec): string {
+  return spec.diskVolume ?? diskClaimName(spec.serviceName);
+}
+
+export function serviceLabels(ref: WorkloadRef): Record<string, string> {
   return {
     [K8S_LABEL.managedBy]: MANAGED_BY,
     [K8S_LABEL.kind]: 'service',
@@ -114,7 +119,7 @@ function podTemplate(spec: WorkloadSpec, role: 'replica' | 'run') {
       automountServiceAccountToken: false,
       enableServiceLinks: false,
       securityContext: { runAsUser: c.run_as_user, ...(c.disk_mount_path ? { fsGroup: c.run_as_user } : {}) },
-      ...(c.disk_mount_path ? { volumes: [{ name: 'disk', persistentVolumeClaim: { claimName: diskClaimName(spec.serviceName) } }] } : {}),
+      ...(c.disk_mount_path ? { volumes: [{ name: 'disk', persistentVolumeClaim: { claimName: claimOf(spec) } }] } : {}),
     },
   };
 }
@@ -186,7 +191,7 @@ export function volumeClaimManifest(spec: WorkloadSpec): Manifest {
   return {
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
-    metadata: meta(spec, diskClaimName(spec.serviceName)),
+    metadata: meta(spec, claimOf(spec)),
     spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: `${spec.config.disk_size_gb}Gi` } } },
   };
 }
@@ -214,5 +219,7 @@ export function desiredObjects(spec: WorkloadSpec): { apply: Manifest[]; remove:
     if (wantsAutoscaler(spec)) apply.push(autoscalerManifest(spec));
   }
   const wanted = new Set(apply.map((m) => `${m.kind}/${m.metadata.name}`));
-  return { apply, remove: ownedObjects(spec).filter((o) => !wanted.has(`${o.kind}/${o.name}`)) };
+  // A claim a restore made is the service's too: it goes when the disk does.
+  const owned = [...ownedObjects(spec), ...(spec.diskVolume ? [{ apiVersion: 'v1', kind: 'PersistentVolumeClaim', name: spec.diskVolume }] : [])];
+  return { apply, remove: owned.filter((o) => !wanted.has(`${o.kind}/${o.name}`)) };
 }

@@ -60,7 +60,7 @@ export function kubernetesError(err: unknown, what: string): Error {
 }
 
 /** The client's model name for a manifest: `apps/v1` Deployment -> `V1Deployment`. */
-function modelTypeOf(m: Manifest): string {
+export function modelTypeOf(m: Manifest): string {
   const version = m.apiVersion.split('/').pop()!;
   return `${version.charAt(0).toUpperCase()}${version.slice(1)}${m.kind}`;
 }
@@ -107,6 +107,24 @@ function podUnit(pod: V1Pod): ReplicaUnit {
   const startedAt = statuses[0]?.state?.running?.startedAt;
   const up = startedAt ? Date.now() - new Date(startedAt).getTime() : 0;
   return probed || up >= MIN_READY_MS ? unit('ready') : unit('pending', `pod ${name} is starting`);
+}
+
+/** Deletes one object (its dependents in the background); false when there was none. */
+export async function deleteObject(objects: KubernetesObjectApi, namespace: string, o: { apiVersion: string; kind: string; name: string }): Promise<boolean> {
+  try {
+    await objects.delete(
+      { apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.name, namespace } },
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      'Background',
+    );
+    return true;
+  } catch (err) {
+    if (!isNotFound(err)) throw kubernetesError(err, `delete ${o.kind}/${o.name}`);
+    return false;
+  }
 }
 
 /** One API call, its failure in our terms (kubernetesError): how every kubernetes adapter of compute calls. */
@@ -173,20 +191,7 @@ export class KubernetesCluster implements ClusterPort {
   /** Deletes one object; true when there was one to delete. */
   private async remove(namespace: string, o: { apiVersion: string; kind: string; name: string }): Promise<boolean> {
     this.calls++;
-    try {
-      await this.objects.delete(
-        { apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.name, namespace } },
-        undefined,
-        undefined,
-        undefined,
-        undefined,
-        'Background',
-      );
-      return true;
-    } catch (err) {
-      if (!isNotFound(err)) throw kubernetesError(err, `delete ${o.kind}/${o.name}`);
-      return false;
-    }
+    return deleteObject(this.objects, namespace, o);
   }
 
   async ensureVpc(scope: VpcScope): Promise<void> {
@@ -227,6 +232,16 @@ export class KubernetesCluster implements ClusterPort {
   }
 
   async delete(ref: WorkloadRef): Promise<void> {
-    for (const o of ownedObjects(ref)) await this.remove(vpcNamespace(ref.vpcId), o);
+    // The edge's Ingress too: the edge removes it when the service leaves the routing table,
+    // but only if this process applied it.
+    const ingress = { apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', name: ref.serviceName };
+    for (const o of [...ownedObjects(ref), ingress]) await this.remove(vpcNamespace(ref.vpcId), o);
+    // Claims a disk restore made have names of their own: found by the service's label.
+    const ns = vpcNamespace(ref.vpcId);
+    const selector = `${K8S_LABEL.service}=${ref.serviceId}`;
+    const claims = await this.call('list claims', () =>
+      this.objects.list('v1', 'PersistentVolumeClaim', ns, undefined, undefined, undefined, undefined, selector),
+    );
+    for (const c of claims.items) await this.remove(ns, { apiVersion: 'v1', kind: 'PersistentVolumeClaim', name: c.metadata!.name! });
   }
 }

@@ -29,6 +29,8 @@ export interface WorkloadSpec extends WorkloadRef {
   resources: InstanceResources;
   /** Literals and secret references; adapters inject references their own way. */
   env: EnvEntry[];
+  /** The volume (docker) or claim (kubernetes) that is the disk, when a restore replaced the one it was created with. */
+  diskVolume?: string;
 }
 
 /** What a live read needs to judge one service: the deployment it should be running. */

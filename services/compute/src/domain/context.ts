@@ -4,6 +4,9 @@ import type { SecretsPort } from './secrets-port.ts';
 import type { BuildsRuntime } from './build-runtime.ts';
 import type { ShellPort } from './shell-port.ts';
 import type { ComputeLogs } from './log-context.ts';
+import type { EdgeRuntime } from './edge-runtime.ts';
+import type { UptimeRuntime } from './uptime-runtime.ts';
+import type { DiskBackupsRuntime } from './disk-backup-runtime.ts';
 import type { ComputeStore } from './store-port.ts';
 import type { Deployment, Scope, Service } from './records.ts';
 import type { EnvEntry } from './env-vars.ts';
@@ -21,6 +24,12 @@ export interface ComputeContext {
   logs: ComputeLogs;
   /** Builds from git or an uploaded archive: their store, builder, limits and worker. */
   builds: BuildsRuntime;
+  /** The edge: public URLs, custom domains and their certificates. */
+  edge: EdgeRuntime;
+  /** Uptime monitoring: its store, the probe that reaches services as users do, its settings. */
+  uptime: UptimeRuntime;
+  /** Disk backups: their records, the cluster's side, and the backups and restores running here. */
+  disks: DiskBackupsRuntime;
   log: Logger;
   locks: KeyedMutex;
   /** Called after a commit that wrote events, so the relay publishes them now rather than at its next pass. */
@@ -37,7 +46,15 @@ export function refOf(s: Service): WorkloadRef {
 }
 
 export function specOf(s: Service, d: Pick<Deployment, 'id' | 'image' | 'config' | 'env'>): WorkloadSpec {
-  return { ...refOf(s), deploymentId: d.id, image: d.image, config: d.config, resources: resourcesOf(d.config.instance_type), env: d.env as EnvEntry[] };
+  return {
+    ...refOf(s),
+    deploymentId: d.id,
+    image: d.image,
+    config: d.config,
+    resources: resourcesOf(d.config.instance_type),
+    env: d.env as EnvEntry[],
+    ...(s.disk_volume ? { diskVolume: s.disk_volume } : {}),
+  };
 }
 
 export function targetOf(s: Service, d: Deployment | undefined): ObserveTarget {
@@ -74,5 +91,6 @@ export async function findMutable(ctx: ComputeContext, scope: Scope, id: string)
   const s = await findService(ctx, scope, id);
   if (s.deleted_at) throw serviceNotFound();
   if (s.status === 'deleting') throw new ConflictError('service is being deleted', 'service_deleting');
+  if (s.status === 'restoring') throw new ConflictError("the service's disk is being restored from a backup; retry once it is done", 'service_restoring');
   return s;
 }

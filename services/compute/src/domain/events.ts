@@ -5,6 +5,8 @@ import type { PierEvent } from '@pier/kit';
 import type { Deployment, Service } from './records.ts';
 import type { ServiceStatus } from './status.ts';
 import type { Build } from './build-store-port.ts';
+import type { DiskBackup, DiskBackupSchedule, DiskRestore } from './disk-backup-store-port.ts';
+import type { Domain } from './domain-store-port.ts';
 
 function event(service: Service, kind: string, data: Record<string, unknown>): PierEvent {
   return { kind, workspaceId: service.workspace_id, vpcId: service.vpc_id, resourceId: service.id, data: { name: service.name, ...data } };
@@ -37,4 +39,42 @@ export const events = {
       deployment_id: b.deployment_id,
       error: b.error,
     }),
+  /** Uptime checks found the service down: an incident opened (`incident_started_at`: its first failed check). */
+  uptimeDown: (s: Service, data: { previous: string; path: string; reason: string; status_code: number | null; incident_started_at: string }) =>
+    event(s, 'service.uptime.down', data),
+  /** Uptime checks found the service up (again: `incident_started_at`, when it had been down, else null). */
+  uptimeUp: (s: Service, data: { previous: string; path: string; status_code: number | null; latency_ms: number | null; incident_started_at: string | null }) =>
+    event(s, 'service.uptime.up', data),
+  /** A custom domain was added, verified, became active, failed or was removed. */
+  domain: (s: Service, what: 'added' | 'verified' | 'active' | 'failed' | 'removed', d: Domain) =>
+    event(s, `service.domain.${what}`, { domain_id: d.id, hostname: d.hostname, status: d.status, tls_status: d.tls_status, error: d.error }),
+  /** A disk backup started, completed or failed. */
+  diskBackup: (s: Service, b: DiskBackup) =>
+    event(s, `service.backup.${b.status === 'running' ? 'started' : b.status}`, {
+      backup_id: b.id,
+      method: b.method,
+      status: b.status,
+      size_bytes: b.size_bytes,
+      error: b.error,
+    }),
+  /** A disk backup left the store: pruned past its schedule's retention, or its service was deleted. */
+  diskBackupDeleted: (s: Service, b: DiskBackup, reason: 'retention' | 'service_deleted') =>
+    event(s, 'service.backup.deleted', { backup_id: b.id, method: b.method, reason }),
+  /** A restore of the disk started (`restore_started`), finished (`restored`) or failed and was undone (`restore_failed`). */
+  diskRestore: (s: Service, r: DiskRestore) =>
+    event(s, `service.backup.${r.status === 'running' ? 'restore_started' : r.status === 'completed' ? 'restored' : 'restore_failed'}`, {
+      restore_id: r.id,
+      backup_id: r.backup_id,
+      status: r.status,
+      error: r.error,
+    }),
+  /** The backup schedule was set (`schedule`) or removed (null). */
+  diskBackupSchedule: (s: Service, schedule: DiskBackupSchedule | null) =>
+    schedule
+      ? event(s, 'service.backup.schedule_set', {
+          schedule: schedule.schedule,
+          retention_count: schedule.retention_count,
+          next_run_at: new Date(schedule.next_run_at).toISOString(),
+        })
+      : event(s, 'service.backup.schedule_deleted', {}),
 };

@@ -13,7 +13,8 @@ export interface Refreshed {
 
 /** Resyncs `services` (all of one VPC) with the cluster and returns them as they now stand. */
 export async function refreshStatuses(ctx: ComputeContext, scope: Scope, services: Service[]): Promise<Refreshed> {
-  const live = services.filter((s) => !s.deleted_at && s.status !== 'deleting');
+  // A restore stops the replicas on purpose: its status is the restore's to set (disk-restore.ts).
+  const live = services.filter((s) => !s.deleted_at && s.status !== 'deleting' && s.status !== 'restoring');
   if (live.length === 0) return { services, clusterCalls: 0 };
   const deployments = await ctx.store.deploymentsByIds(live.map((s) => s.current_deployment_id).filter((id): id is string => id !== null));
   const { observations, calls } = await ctx.cluster.observeMany(

@@ -12,6 +12,8 @@ export interface Service extends ServiceConfig {
   /** False while a create waits for the cluster (never shown to clients). */
   provisioned: boolean;
   current_deployment_id: string | null;
+  /** The volume (docker) or claim (kubernetes) holding the disk since a restore; null (or absent): the one it was created with. */
+  disk_volume?: string | null;
   created_at: Date;
   updated_at: Date;
   deleted_at: Date | null;

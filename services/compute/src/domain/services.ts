@@ -1,4 +1,5 @@
 // Service lifecycle: create, read (with live status), update, delete.
+import { releaseDomains } from './domains.ts';
 import { ConflictError, UnavailableError, type PageRequest } from '@pier/kit';
 import { WorkloadRejectedError } from './cluster-port.ts';
 import { events } from './events.ts';
@@ -22,7 +23,7 @@ export interface ListResult {
 export async function createService(ctx: ComputeContext, scope: Scope, input: CreateServiceInput): Promise<Service> {
   const config = configFromCreate(input);
   const row = await ctx.store.insertService({ ...config, workspace_id: scope.workspaceId, vpc_id: scope.vpcId, status: 'creating' });
-  return ctx.locks.run(row.id, async () => {
+  const created = await ctx.locks.run(row.id, async () => {
     try {
       try {
         await ctx.cluster.ensureVpc(scope);
@@ -48,6 +49,9 @@ export async function createService(ctx: ComputeContext, scope: Scope, input: Cr
       throw err;
     }
   });
+  // Its host routes (to a 503 until a replica runs) from the edge's next sync, started now.
+  ctx.edge.syncer.poke();
+  return created;
 }
 
 export async function getService(ctx: ComputeContext, scope: Scope, id: string): Promise<{ service: Service; clusterCalls: number }> {
@@ -124,6 +128,8 @@ export async function deleteService(ctx: ComputeContext, scope: Scope, id: strin
 /** Removes the service's workload from the cluster, then soft-deletes the row. Idempotent. */
 export async function teardown(ctx: ComputeContext, service: Service): Promise<void> {
   await ctx.locks.run(service.id, async () => {
+    // Off the edge first (it is `deleting`, so out of the routing table), certificates with it.
+    await releaseDomains(ctx, service);
     await ctx.cluster.delete(refOf(service));
     await ctx.store.transaction(async (tx) => {
       const before = await tx.lockService(service.id);

@@ -1,7 +1,8 @@
 // Live status: what the cluster says, read through the stored intent (which deployment
 // should be running, and why). Pure: the cluster read and the write-back live elsewhere.
 
-export const SERVICE_STATUSES = ['creating', 'running', 'deploying', 'restarting', 'scaled', 'crashed', 'deleting', 'deleted'] as const;
+// `restoring`: its disk is being restored from a backup (replicas stopped; domain/disk-restore.ts).
+export const SERVICE_STATUSES = ['creating', 'running', 'deploying', 'restarting', 'scaled', 'crashed', 'deleting', 'deleted', 'restoring'] as const;
 export type ServiceStatus = (typeof SERVICE_STATUSES)[number];
 
 export const DEPLOYMENT_STATUSES = ['pending', 'deploying', 'succeeded', 'failed', 'superseded'] as const;

@@ -6,7 +6,10 @@ import { BASE, scope, serviceParams } from './service-routes.ts';
 import { deploymentJson, deploymentSchema, listOf, rolloutSchema, serviceJson } from './shapes.ts';
 import type { RolloutResult } from '../domain/rollouts.ts';
 
-const accepted = (r: RolloutResult) => ({ status: 202, body: { service: serviceJson(r.service), deployment: deploymentJson(r.deployment) } });
+const accepted = (ctx: ComputeContext, r: RolloutResult) => ({
+  status: 202,
+  body: { service: serviceJson(r.service, ctx.edge), deployment: deploymentJson(r.deployment) },
+});
 
 const responses = {
   202: {
@@ -31,7 +34,7 @@ export function rolloutRoutes(ctx: ComputeContext): Route[] {
       params: serviceParams,
       body: z.strictObject({ image_tag: z.string().min(1).max(512) }),
       responses,
-      handler: async ({ params, body }) => accepted(await deploy(ctx, scope(params), params.serviceID, body.image_tag)),
+      handler: async ({ params, body }) => accepted(ctx, await deploy(ctx, scope(params), params.serviceID, body.image_tag)),
     }),
     defineRoute({
       method: 'post',
@@ -41,7 +44,7 @@ export function rolloutRoutes(ctx: ComputeContext): Route[] {
       access: 'Admin',
       params: serviceParams,
       responses,
-      handler: async ({ params }) => accepted(await restart(ctx, scope(params), params.serviceID)),
+      handler: async ({ params }) => accepted(ctx, await restart(ctx, scope(params), params.serviceID)),
     }),
     defineRoute({
       method: 'post',
@@ -52,7 +55,7 @@ export function rolloutRoutes(ctx: ComputeContext): Route[] {
       params: serviceParams,
       body: z.strictObject({ deployment_id: z.string().min(1) }),
       responses,
-      handler: async ({ params, body }) => accepted(await rollback(ctx, scope(params), params.serviceID, body.deployment_id)),
+      handler: async ({ params, body }) => accepted(ctx, await rollback(ctx, scope(params), params.serviceID, body.deployment_id)),
     }),
     defineRoute({
       method: 'get',

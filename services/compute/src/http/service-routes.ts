@@ -36,7 +36,7 @@ export function serviceRoutes(ctx: ComputeContext): Route[] {
         const page = await listServices(ctx, scope(params), query);
         return {
           status: 200,
-          body: { items: page.items.map(serviceJson), next_cursor: page.nextCursor },
+          body: { items: page.items.map((s) => serviceJson(s, ctx.edge)), next_cursor: page.nextCursor },
           headers: { [CLUSTER_CALLS_HEADER]: String(page.clusterCalls) },
         };
       },
@@ -56,7 +56,7 @@ export function serviceRoutes(ctx: ComputeContext): Route[] {
         409: { description: 'A service of that name exists in the VPC' },
         503: errors[503],
       },
-      handler: async ({ params, body }) => ({ status: 201, body: serviceJson(await createService(ctx, scope(params), body)) }),
+      handler: async ({ params, body }) => ({ status: 201, body: serviceJson(await createService(ctx, scope(params), body), ctx.edge) }),
     }),
     defineRoute({
       method: 'get',
@@ -68,7 +68,7 @@ export function serviceRoutes(ctx: ComputeContext): Route[] {
       responses: { 200: { description: 'The service', schema: serviceSchema }, 404: errors[404], 503: errors[503] },
       handler: async ({ params }) => {
         const { service, clusterCalls } = await getService(ctx, scope(params), params.serviceID);
-        return { status: 200, body: serviceJson(service), headers: { [CLUSTER_CALLS_HEADER]: String(clusterCalls) } };
+        return { status: 200, body: serviceJson(service, ctx.edge), headers: { [CLUSTER_CALLS_HEADER]: String(clusterCalls) } };
       },
     }),
     defineRoute({
@@ -80,7 +80,7 @@ export function serviceRoutes(ctx: ComputeContext): Route[] {
       params: serviceParams,
       body: patchServiceBody,
       responses: { 200: { description: 'The service', schema: serviceSchema }, 400: errors[400], 403: errors[403], 404: errors[404], 503: errors[503] },
-      handler: async ({ params, body }) => ({ status: 200, body: serviceJson(await updateService(ctx, scope(params), params.serviceID, body)) }),
+      handler: async ({ params, body }) => ({ status: 200, body: serviceJson(await updateService(ctx, scope(params), params.serviceID, body), ctx.edge) }),
     }),
     defineRoute({
       method: 'delete',
@@ -90,7 +90,7 @@ export function serviceRoutes(ctx: ComputeContext): Route[] {
       access: 'Admin',
       params: serviceParams,
       responses: { 202: { description: 'Teardown started', schema: serviceSchema }, 403: errors[403], 404: errors[404], 503: errors[503] },
-      handler: async ({ params }) => ({ status: 202, body: serviceJson(await deleteService(ctx, scope(params), params.serviceID)) }),
+      handler: async ({ params }) => ({ status: 202, body: serviceJson(await deleteService(ctx, scope(params), params.serviceID), ctx.edge) }),
     }),
   ];
 }

@@ -1,5 +1,7 @@
 // The JSON compute answers with, and the zod schemas that document it in OpenAPI.
 import { z } from 'zod';
+import type { EdgeRuntime } from '../domain/edge-runtime.ts';
+import { serviceUrl } from '../domain/hostnames.ts';
 import { DEPLOYMENT_MODES, SERVICE_TYPES } from '../domain/service-config.ts';
 import { INSTANCE_TYPE_NAMES, resourcesOf } from '@pier/kit';
 import { DEPLOYMENT_REASONS, DEPLOYMENT_STATUSES, SERVICE_STATUSES } from '../domain/status.ts';
@@ -31,6 +33,12 @@ export const serviceSchema = z.object({
   run_as_user: z.number(),
   status: z.enum(SERVICE_STATUSES),
   status_message: z.string().nullable().describe('Why the service is crashed (or what it waits for)'),
+  url: z
+    .string()
+    .nullable()
+    .describe(
+      'web services: the public URL, https://<name>-<short id>.<apps domain>, served by the edge (null for workers and cron jobs, or with the edge off)',
+    ),
   current_deployment_id: z.string().nullable(),
   created_at: z.string(),
   updated_at: z.string(),
@@ -58,7 +66,8 @@ export const listOf = <T extends z.ZodType>(item: T) => z.object({ items: z.arra
 export const rolloutSchema = z.object({ service: serviceSchema, deployment: deploymentSchema });
 export const envSchema = z.object({ variables: z.array(envVarSchema), deployment: deploymentSchema.nullable().optional() });
 
-export function serviceJson(s: Service): z.infer<typeof serviceSchema> {
+/** `edge` gives the public URL: none when the edge is turned off. */
+export function serviceJson(s: Service, edge: Pick<EdgeRuntime, 'port' | 'settings'>): z.infer<typeof serviceSchema> {
   const r = resourcesOf(s.instance_type);
   return {
     id: s.id,
@@ -82,6 +91,7 @@ export function serviceJson(s: Service): z.infer<typeof serviceSchema> {
     run_as_user: s.run_as_user,
     status: s.status,
     status_message: s.status_message,
+    url: serviceUrl(s, edge.port ? edge.settings.appsDomain : null),
     current_deployment_id: s.current_deployment_id,
     created_at: iso(s.created_at)!,
     updated_at: iso(s.updated_at)!,

@@ -168,4 +168,148 @@ export const migrations: Migration[] = [
       await db.raw('drop table log_lines');
     },
   },
+  {
+    name: '0007_domains',
+    // Custom domains. A hostname is unique across the platform (no workspace can take over
+    // another's domain); `routed` says the edge routes it, whatever its TLS stage.
+    async up(db) {
+      await db.schema.createTable('domains', (t) => {
+        t.uuid('id').primary().defaultTo(db.raw('gen_random_uuid()'));
+        t.uuid('workspace_id').notNullable();
+        t.uuid('vpc_id').notNullable();
+        t.uuid('service_id').notNullable().references('id').inTable('services').onDelete('CASCADE');
+        t.text('hostname').notNullable().unique();
+        // pending | verified | active | failed
+        t.text('status').notNullable().defaultTo('pending');
+        t.text('verification_token').notNullable();
+        t.boolean('routed').notNullable().defaultTo(false);
+        // pending | issued | failed
+        t.text('tls_status').notNullable().defaultTo('pending');
+        t.text('tls_issuer');
+        t.timestamp('tls_expires_at', { useTz: true });
+        t.text('tls_error');
+        t.text('error');
+        t.timestamp('last_checked_at', { useTz: true });
+        t.timestamp('created_at', { useTz: true, precision: 3 }).notNullable().defaultTo(db.fn.now());
+        t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(db.fn.now());
+        t.index(['service_id', 'created_at', 'id']);
+      });
+      await db.raw('create index domains_routed on domains (tls_expires_at) where routed');
+    },
+    down: (db) => db.schema.dropTable('domains'),
+  },
+  {
+    name: '0008_uptime',
+    // Uptime monitors (one per service), their checks counted per hour (what uptime_24h and
+    // uptime_7d read, kept for the retention), and their incidents (at most one open).
+    // next_check_at is the work queue: claiming a check moves it one interval on.
+    async up(db) {
+      await db.schema.createTable('uptime_monitors', (t) => {
+        t.uuid('service_id').primary().references('id').inTable('services').onDelete('CASCADE');
+        t.text('path').notNullable();
+        t.integer('interval_seconds').notNullable();
+        t.integer('timeout_ms').notNullable();
+        t.integer('expected_min').notNullable();
+        t.integer('expected_max').notNullable();
+        t.integer('generation').notNullable().defaultTo(1);
+        // up | down | unknown
+        t.text('status').notNullable().defaultTo('unknown');
+        t.integer('consecutive_failures').notNullable().defaultTo(0);
+        t.timestamp('failing_since', { useTz: true });
+        t.timestamp('last_checked_at', { useTz: true });
+        t.integer('last_status_code');
+        t.integer('last_latency_ms');
+        t.text('last_error');
+        t.timestamp('status_changed_at', { useTz: true });
+        t.timestamp('next_check_at', { useTz: true }).notNullable();
+        t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(db.fn.now());
+        t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(db.fn.now());
+        t.index(['next_check_at']);
+      });
+      await db.schema.createTable('uptime_counts', (t) => {
+        t.uuid('service_id').notNullable().references('service_id').inTable('uptime_monitors').onDelete('CASCADE');
+        t.timestamp('hour', { useTz: true }).notNullable();
+        t.integer('checks').notNullable();
+        t.integer('ok').notNullable();
+        t.primary(['service_id', 'hour']);
+        t.index(['hour']);
+      });
+      await db.schema.createTable('uptime_incidents', (t) => {
+        t.uuid('id').primary().defaultTo(db.raw('gen_random_uuid()'));
+        t.uuid('service_id').notNullable().references('service_id').inTable('uptime_monitors').onDelete('CASCADE');
+        t.timestamp('started_at', { useTz: true }).notNullable();
+        t.timestamp('ended_at', { useTz: true });
+        t.text('reason').notNullable();
+        t.index(['service_id', 'started_at']);
+      });
+      await db.raw('create unique index uptime_incidents_one_open on uptime_incidents (service_id) where ended_at is null');
+    },
+    async down(db) {
+      await db.schema.dropTable('uptime_incidents');
+      await db.schema.dropTable('uptime_counts');
+      await db.schema.dropTable('uptime_monitors');
+    },
+  },
+  {
+    name: '0009_disk_backups',
+    // Disk backups of services with a disk (one running per service), the restores (one
+    // running per service; a restore a crash cut short is resumed from its step), and the
+    // schedules (next_run_at is the work queue). services.disk_volume: the volume (docker)
+    // or claim (kubernetes) holding the disk since a restore; null, the one it was created with.
+    async up(db) {
+      await db.schema.alterTable('services', (t) => {
+        t.text('disk_volume');
+      });
+      await db.schema.createTable('disk_backups', (t) => {
+        t.uuid('id').primary().defaultTo(db.raw('gen_random_uuid()'));
+        t.uuid('service_id').notNullable().references('id').inTable('services').onDelete('CASCADE');
+        // running | completed | failed
+        t.text('status').notNullable();
+        // manual | scheduled
+        t.text('method').notNullable();
+        t.bigInteger('size_bytes');
+        t.text('error');
+        t.timestamp('created_at', { useTz: true, precision: 3 }).notNullable().defaultTo(db.fn.now());
+        t.timestamp('completed_at', { useTz: true });
+        t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(db.fn.now());
+        t.index(['service_id', 'created_at', 'id']);
+      });
+      await db.raw("create unique index disk_backups_one_running on disk_backups (service_id) where status = 'running'");
+      await db.schema.createTable('disk_restores', (t) => {
+        t.uuid('id').primary();
+        t.uuid('service_id').notNullable().references('id').inTable('services').onDelete('CASCADE');
+        // No foreign key: the record of a restore outlives the backup it restored.
+        t.uuid('backup_id').notNullable();
+        // running | completed | failed
+        t.text('status').notNullable();
+        // preparing | switched
+        t.text('step').notNullable();
+        t.text('from_volume');
+        t.text('to_volume').notNullable();
+        t.text('error');
+        t.timestamp('created_at', { useTz: true, precision: 3 }).notNullable().defaultTo(db.fn.now());
+        t.timestamp('finished_at', { useTz: true });
+        t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(db.fn.now());
+        t.index(['service_id', 'created_at']);
+      });
+      await db.raw("create unique index disk_restores_one_running on disk_restores (service_id) where status = 'running'");
+      await db.schema.createTable('disk_backup_schedules', (t) => {
+        t.uuid('service_id').primary().references('id').inTable('services').onDelete('CASCADE');
+        t.text('schedule').notNullable();
+        t.integer('retention_count').notNullable();
+        t.timestamp('next_run_at', { useTz: true }).notNullable();
+        t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(db.fn.now());
+        t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(db.fn.now());
+        t.index(['next_run_at']);
+      });
+    },
+    async down(db) {
+      await db.schema.dropTable('disk_backup_schedules');
+      await db.schema.dropTable('disk_restores');
+      await db.schema.dropTable('disk_backups');
+      await db.schema.alterTable('services', (t) => {
+        t.dropColumn('disk_volume');
+      });
+    },
+  },
 ];

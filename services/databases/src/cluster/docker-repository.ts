@@ -1,4 +1,5 @@
 import type Docker from 'dockerode';
+import { s3ToolEnv } from '@pier/kit';
 import type { Engine } from '../domain/database.ts';
 import type { RestoreSpec } from '../domain/cluster-port.ts';
 import type { S3Store } from './backup-store.ts';
@@ -22,18 +23,7 @@ export function repositoryPath(repo: BackupRepository, engine: Engine, databaseI
 /** The environment that points a container's backup tools at the database's repository. */
 export function repositoryEnv(repo: BackupRepository, engine: Engine, databaseId: string): string[] {
   const env = [`PIER_BACKUP_REPO=${repo.kind}`, `PIER_BACKUP_PATH=${repositoryPath(repo, engine, databaseId)}`];
-  if (repo.kind === 's3') {
-    const s = repo.store;
-    env.push(
-      `PIER_S3_HOST=${s.host}`,
-      `PIER_S3_PORT=${s.port}`,
-      `PIER_S3_BUCKET=${s.bucket}`,
-      `PIER_S3_REGION=${s.region}`,
-      `PIER_S3_KEY=${s.accessKeyId}`,
-      `PIER_S3_SECRET=${s.secretAccessKey}`,
-      ...(s.caPem ? [`PIER_S3_CA_B64=${Buffer.from(s.caPem).toString('base64')}`] : []),
-    );
-  }
+  if (repo.kind === 's3') env.push(...s3ToolEnv(repo.store));
   return env;
 }
 

@@ -1,0 +1,273 @@
+// The edge on the docker adapter: one Caddy container (pier/edge) that compute creates,
+// attaches to every VPC network with a routed service, and configures through its admin
+// socket (reached only through the Engine API: copy the JSON in, exec the loader). Replicas
+// are found through Docker's DNS (edgeAlias), so rollouts need no configuration change;
+// hosts, challenges and certificates do.
+import { createHash } from 'node:crypto';
+import type Docker from 'dockerode';
+import tar from 'tar-stream';
+import { vpcNetwork, type Logger } from '@pier/kit';
+import type { EdgeEntry, EdgePort, EdgeRoute, TlsOutcome } from '../domain/edge-port.ts';
+import type { AcmeIssuer } from '../edge/acme-issuer.ts';
+import { DockerEngine } from './docker-engine.ts';
+import { LABEL } from './docker-labels.ts';
+import { APPS_CERT, CERT_DIR, caddyConfig, type Challenge } from './caddy-config.ts';
+
+export interface DockerEdgeOptions {
+  host?: string;
+  /** The edge container's name (its volume is `<name>-data`). */
+  container: string;
+  image: string;
+  /** Host ports published for HTTP and HTTPS; 0 lets Docker pick free ones. */
+  httpPort: number;
+  httpsPort: number;
+  bindAddress: string;
+  appsDomain: string;
+  /** Addresses apex records may point at; empty: the edge container's own. */
+  addresses: string[];
+  /** A certificate (and key), PEM, for `*.<apps domain>`; without it Caddy's internal CA makes one. */
+  appsCertificate?: { certificatePem: string; keyPem: string };
+  /** Null when no ACME directory is configured: custom domains then get no certificate. */
+  acme: AcmeIssuer | null;
+  logger: Logger;
+}
+
+const VPC_NETWORK_PREFIX = vpcNetwork('');
+const CONFIG_FILE = '/run/pier-edge/config.json';
+
+function tarOf(files: { name: string; content: string; mode?: number }[]): Promise<Buffer> {
+  const pack = tar.pack();
+  for (const f of files) pack.entry({ name: f.name, mode: f.mode ?? 0o644 }, f.content);
+  pack.finalize();
+  const chunks: Buffer[] = [];
+  return new Promise((resolve, reject) => {
+    pack.on('data', (c: unknown) => chunks.push(c as Buffer));
+    pack.on('end', () => resolve(Buffer.concat(chunks)));
+    pack.on('error', reject);
+  });
+}
+
+export class DockerEdge implements EdgePort {
+  readonly kind = 'docker' as const;
+  private readonly engine: DockerEngine;
+  private routes: EdgeRoute[] = [];
+  private readonly challenges = new Map<string, Challenge>();
+  /** What the running container last loaded: its id and the configuration's hash. */
+  private loaded: { containerId: string; hash: string } | null = null;
+  /** One change at a time: a sync and a challenge must not interleave their loads. */
+  private queue: Promise<unknown> = Promise.resolve();
+  private rootCa?: { containerId: string; pem: string };
+
+  constructor(private readonly opts: DockerEdgeOptions) {
+    this.engine = new DockerEngine(opts.host, 30_000);
+  }
+
+  private get docker(): Docker {
+    return this.engine.docker;
+  }
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(fn, fn);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  sync(routes: EdgeRoute[]): Promise<void> {
+    return this.serial(async () => {
+      this.routes = routes;
+      await this.apply();
+    });
+  }
+
+  async addresses(): Promise<string[]> {
+    if (this.opts.addresses.length) return this.opts.addresses;
+    const info = await this.inspect();
+    return Object.values(info?.NetworkSettings.Networks ?? {})
+      .map((n) => n.IPAddress)
+      .filter(Boolean);
+  }
+
+  async entry(): Promise<EdgeEntry | null> {
+    const info = await this.inspect();
+    const host = info?.NetworkSettings.Networks?.bridge?.IPAddress || Object.values(info?.NetworkSettings.Networks ?? {})[0]?.IPAddress;
+    if (!info?.State.Running || !host) return null;
+    if (this.opts.appsCertificate) return { host, port: 443 };
+    // The internal CA's root (Caddy makes it once and keeps it in the edge's volume).
+    if (this.rootCa?.containerId !== info.Id) {
+      const { exitCode, output } = await this.exec(info.Id, ['cat', '/data/caddy/pki/authorities/local/root.crt']);
+      if (exitCode !== 0) return null;
+      this.rootCa = { containerId: info.Id, pem: output };
+    }
+    return { host, port: 443, caPem: this.rootCa.pem };
+  }
+
+  async certify(_route: EdgeRoute, hostname: string): Promise<TlsOutcome> {
+    if (!this.opts.acme) return { status: 'failed', error: 'no ACME directory is configured (PIER_ACME_DIRECTORY_URL)' };
+    let issued;
+    try {
+      issued = await this.opts.acme.issue(hostname, {
+        present: (host, token, keyAuthorization) =>
+          this.serial(async () => {
+            this.challenges.set(token, { hostname: host, token, keyAuthorization });
+            await this.apply();
+          }),
+        remove: (_host, token) =>
+          this.serial(async () => {
+            this.challenges.delete(token);
+            await this.apply();
+          }),
+      });
+    } catch (err) {
+      return { status: 'failed', error: `certificate not issued: ${(err as Error).message}` };
+    }
+    const container = await this.ensureContainer();
+    await this.put(container.Id, CERT_DIR, [
+      { name: `${hostname}.crt`, content: issued.certificatePem },
+      { name: `${hostname}.key`, content: issued.keyPem, mode: 0o600 },
+    ]);
+    return { status: 'issued', issuer: issued.issuer, expiresAt: issued.expiresAt };
+  }
+
+  async removeCertificate(_route: Pick<EdgeRoute, 'vpcId' | 'serviceName'>, hostname: string): Promise<void> {
+    const info = await this.inspect();
+    if (!info?.State.Running) return;
+    await this.exec(info.Id, ['rm', '-f', `${CERT_DIR}/${hostname}.crt`, `${CERT_DIR}/${hostname}.key`]);
+  }
+
+  /** Brings the container to the current table: networks attached, configuration loaded. */
+  private async apply(): Promise<void> {
+    const container = await this.ensureContainer();
+    await this.attachNetworks(container);
+    const config = JSON.stringify(
+      caddyConfig({
+        routes: this.routes,
+        challenges: [...this.challenges.values()],
+        appsDomain: this.opts.appsDomain,
+        appsCertificate: Boolean(this.opts.appsCertificate),
+      }),
+    );
+    const hash = createHash('sha256').update(config).digest('hex');
+    if (this.loaded?.containerId === container.Id && this.loaded.hash === hash) return;
+    await this.put(container.Id, '/run/pier-edge', [{ name: 'config.json', content: config }]);
+    const { exitCode, output } = await this.exec(container.Id, ['pier-edge-load', CONFIG_FILE]);
+    if (exitCode !== 0) throw new Error(`the edge refused its configuration: ${output.trim()}`);
+    this.loaded = { containerId: container.Id, hash };
+    this.opts.logger.info({ routes: this.routes.length, challenges: this.challenges.size }, 'edge configuration loaded');
+  }
+
+  private async inspect(): Promise<Docker.ContainerInspectInfo | null> {
+    try {
+      return await this.docker.getContainer(this.opts.container).inspect();
+    } catch (err) {
+      if ((err as { statusCode?: number }).statusCode === 404) return null;
+      return this.engine.call('edge inspect', () => Promise.reject(err));
+    }
+  }
+
+  /** The settings the container was made with: a change (image, ports) means a new container. */
+  private specHash(): string {
+    const o = this.opts;
+    return createHash('sha256')
+      .update(JSON.stringify([o.image, o.httpPort, o.httpsPort, o.bindAddress, o.appsCertificate?.certificatePem ?? null]))
+      .digest('hex')
+      .slice(0, 16);
+  }
+
+  private async ensureContainer(): Promise<Docker.ContainerInspectInfo> {
+    let info = await this.inspect();
+    if (info && info.Config.Labels?.['pier.edge-spec'] !== this.specHash()) {
+      this.opts.logger.info({ container: this.opts.container }, 'edge settings changed: replacing its container');
+      await this.engine.removeContainer(info.Id);
+      info = null;
+    }
+    if (!info) {
+      const port = (p: number) => [{ HostIp: this.opts.bindAddress, HostPort: p === 0 ? '' : String(p) }];
+      const created = await this.engine.call('edge create', () =>
+        this.docker.createContainer({
+          name: this.opts.container,
+          Image: this.opts.image,
+          Labels: { [LABEL.managed]: 'true', [LABEL.kind]: 'edge', 'pier.edge-spec': this.specHash() },
+          ExposedPorts: { '80/tcp': {}, '443/tcp': {} },
+          HostConfig: {
+            PortBindings: { '80/tcp': port(this.opts.httpPort), '443/tcp': port(this.opts.httpsPort) },
+            RestartPolicy: { Name: 'unless-stopped' },
+            // Caddy's state (its autosaved configuration, the internal CA) and the certificates.
+            Mounts: [{ Type: 'volume', Source: `${this.opts.container}-data`, Target: '/data' }],
+            LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '3' } },
+          },
+        }),
+      );
+      if (this.opts.appsCertificate) {
+        await this.put(created.id, CERT_DIR, [
+          { name: `${APPS_CERT}.crt`, content: this.opts.appsCertificate.certificatePem },
+          { name: `${APPS_CERT}.key`, content: this.opts.appsCertificate.keyPem, mode: 0o600 },
+        ]);
+      }
+      await this.engine.call('edge start', () => this.docker.getContainer(created.id).start());
+      info = (await this.inspect())!;
+      this.loaded = null;
+      await this.waitForAdmin(info.Id);
+    } else if (!info.State.Running) {
+      await this.engine.call('edge start', () => this.docker.getContainer(info!.Id).start());
+      await this.waitForAdmin(info.Id);
+    }
+    return info;
+  }
+
+  /** Caddy opens its admin socket a moment after the process starts. */
+  private async waitForAdmin(id: string): Promise<void> {
+    for (let i = 0; i < 50; i++) {
+      const { exitCode } = await this.exec(id, ['test', '-S', '/run/pier-edge/admin.sock']);
+      if (exitCode === 0) return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error('the edge container started, but Caddy opened no admin socket within 5 s');
+  }
+
+  /** Joins the VPC networks of routed services and leaves those with none (so a VPC's network can go). */
+  private async attachNetworks(info: Docker.ContainerInspectInfo): Promise<void> {
+    const attached = new Set(Object.keys(info.NetworkSettings.Networks ?? {}));
+    const wanted = new Set(this.routes.map((r) => vpcNetwork(r.vpcId)));
+    for (const network of wanted) {
+      if (attached.has(network)) continue;
+      try {
+        await this.docker.getNetwork(network).connect({ Container: info.Id });
+      } catch (err) {
+        const e = err as { statusCode?: number; message?: string };
+        // A service never deployed has no network yet: its host answers 503 until it has.
+        if (e.statusCode === 404) continue;
+        if (e.statusCode === 403 && /already exists/.test(e.message ?? '')) continue;
+        throw this.engineError(err, 'network connect');
+      }
+    }
+    for (const network of attached) {
+      if (!network.startsWith(VPC_NETWORK_PREFIX) || wanted.has(network)) continue;
+      await this.engine.call('network disconnect', () => this.docker.getNetwork(network).disconnect({ Container: info.Id, Force: true }));
+    }
+  }
+
+  private engineError(err: unknown, what: string): Promise<never> {
+    return this.engine.call(what, () => Promise.reject(err));
+  }
+
+  private async put(containerId: string, dir: string, files: { name: string; content: string; mode?: number }[]): Promise<void> {
+    const archive = await tarOf(files);
+    await this.engine.call('edge copy', () => this.docker.getContainer(containerId).putArchive(archive, { path: dir }));
+  }
+
+  private async exec(containerId: string, cmd: string[]): Promise<{ exitCode: number; output: string }> {
+    const container = this.docker.getContainer(containerId);
+    const exec = await this.engine.call('edge exec', () => container.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true }));
+    const stream = await this.engine.call('edge exec', () => exec.start({ hijack: true, stdin: false }));
+    const chunks: Buffer[] = [];
+    const sink = { write: (c: Buffer) => chunks.push(c) } as unknown as NodeJS.WritableStream;
+    this.docker.modem.demuxStream(stream, sink, sink);
+    await new Promise<void>((resolve, reject) => {
+      stream.on('end', resolve);
+      stream.on('close', resolve);
+      stream.on('error', reject);
+    });
+    const { ExitCode } = await this.engine.call('edge exec', () => exec.inspect());
+    return { exitCode: ExitCode ?? -1, output: Buffer.concat(chunks).toString('utf8') };
+  }
+}

@@ -1,0 +1,104 @@
+// The edge on the kubernetes adapter: the cluster's ingress controller routes, cert-manager
+// issues and renews. Pier writes an Ingress per web service and a Certificate per custom
+// domain, and reads the Certificate's Ready condition for the domain's TLS state.
+import { createHash } from 'node:crypto';
+import { type KubeConfig, KubernetesObjectApi, PatchStrategy, type KubernetesObject } from '@kubernetes/client-node';
+import { vpcNamespace, type Logger } from '@pier/kit';
+import { kubernetesApiConfiguration } from '@pier/kit/kubernetes';
+import type { EdgeEntry, EdgePort, EdgeRoute, TlsOutcome } from '../domain/edge-port.ts';
+import { certificateManifest, certificateName, ingressManifest, tlsSecretName, type IngressSettings } from './kubernetes-edge-manifests.ts';
+import { FIELD_MANAGER, kubernetesCall } from './kubernetes.ts';
+import type { Manifest } from './kubernetes-manifests.ts';
+
+interface CertificateStatus {
+  conditions?: { type: string; status: string; reason?: string; message?: string }[];
+  notAfter?: string;
+  lastFailureTime?: string;
+}
+
+export class KubernetesEdge implements EdgePort {
+  readonly kind = 'kubernetes' as const;
+  private readonly objects: KubernetesObjectApi;
+  /** Each Ingress as last applied by this process: an unchanged one is not sent again. */
+  private readonly applied = new Map<string, string>();
+
+  constructor(
+    kc: KubeConfig,
+    private readonly settings: IngressSettings & { addresses: string[] },
+    private readonly log: Logger,
+  ) {
+    this.objects = new KubernetesObjectApi(kubernetesApiConfiguration(kc, 10_000));
+  }
+
+  private apply(m: Manifest): Promise<unknown> {
+    return kubernetesCall(`apply ${m.kind}/${m.metadata.name}`, () =>
+      this.objects.patch(m as KubernetesObject, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply),
+    );
+  }
+
+  private async remove(apiVersion: string, kind: string, namespace: string, name: string): Promise<void> {
+    try {
+      await this.objects.delete({ apiVersion, kind, metadata: { name, namespace } });
+    } catch (err) {
+      if ((err as { code?: number }).code !== 404) await kubernetesCall(`delete ${kind}/${name}`, () => Promise.reject(err));
+    }
+  }
+
+  async sync(routes: EdgeRoute[]): Promise<void> {
+    const seen = new Set<string>();
+    for (const r of routes) {
+      const m = ingressManifest(r, this.settings);
+      const key = `${m.metadata.namespace}/${m.metadata.name}`;
+      seen.add(key);
+      const hash = createHash('sha256').update(JSON.stringify(m)).digest('hex');
+      if (this.applied.get(key) === hash) continue;
+      await this.apply(m);
+      this.applied.set(key, hash);
+    }
+    // A service that left the table (deleted, or no longer a web service) loses its Ingress.
+    for (const key of [...this.applied.keys()]) {
+      if (seen.has(key)) continue;
+      const [namespace, name] = key.split('/') as [string, string];
+      await this.remove('networking.k8s.io/v1', 'Ingress', namespace, name);
+      this.applied.delete(key);
+      this.log.info({ ingress: key }, 'removed the Ingress of a service no longer routed');
+    }
+  }
+
+  async addresses(): Promise<string[]> {
+    return this.settings.addresses;
+  }
+
+  /** The ingress controller's first configured address; its certificates are public ones. */
+  async entry(): Promise<EdgeEntry | null> {
+    const host = this.settings.addresses[0];
+    return host ? { host, port: 443 } : null;
+  }
+
+  async certify(route: EdgeRoute, hostname: string): Promise<TlsOutcome> {
+    await this.apply(certificateManifest(route, hostname, this.settings));
+    const cert = await kubernetesCall(`read Certificate/${certificateName(hostname)}`, () =>
+      this.objects.read({
+        apiVersion: 'cert-manager.io/v1',
+        kind: 'Certificate',
+        metadata: { name: certificateName(hostname), namespace: vpcNamespace(route.vpcId) },
+      }),
+    );
+    return outcomeOf((cert as { status?: CertificateStatus }).status, this.settings.clusterIssuer);
+  }
+
+  async removeCertificate(route: Pick<EdgeRoute, 'vpcId' | 'serviceName'>, hostname: string): Promise<void> {
+    const namespace = vpcNamespace(route.vpcId);
+    await this.remove('cert-manager.io/v1', 'Certificate', namespace, certificateName(hostname));
+    await this.remove('v1', 'Secret', namespace, tlsSecretName(hostname));
+  }
+}
+
+/** cert-manager's Ready condition in the domain's terms. */
+export function outcomeOf(status: CertificateStatus | undefined, issuer: string): TlsOutcome {
+  const ready = status?.conditions?.find((c) => c.type === 'Ready');
+  if (ready?.status === 'True' && status?.notAfter) return { status: 'issued', issuer, expiresAt: new Date(status.notAfter) };
+  if (ready?.status === 'False' && status?.lastFailureTime)
+    return { status: 'failed', error: `cert-manager: ${ready.message ?? ready.reason ?? 'issuance failed'}` };
+  return { status: 'pending', detail: ready?.message ?? 'cert-manager has not reported on the certificate yet' };
+}

@@ -1,0 +1,38 @@
+// The disk-backup half of compute's wiring: the records, the cluster's side (the docker
+// adapter's store: a named volume or an S3 store; the kubernetes adapter's VolumeSnapshot
+// class) and the jobs. server.ts puts it in the context and runs the scheduler
+// (domain/disk-backup-scheduler.ts) in the background.
+import { s3StoreFrom, type Knex, type Logger } from '@pier/kit';
+import { kubeConfigFrom } from '@pier/kit/kubernetes';
+import type { ComputeConfig } from './config.ts';
+import { DiskJobs, type DiskBackupsRuntime } from './domain/disk-backup-runtime.ts';
+import type { DiskBackupPort } from './domain/disk-backup-port.ts';
+import { DockerDiskBackups, type DiskBackupRepository } from './cluster/docker-disk-backups.ts';
+import { KubernetesDiskBackups } from './cluster/kubernetes-disk-backups.ts';
+import { KnexDiskBackupStore } from './store/disk-backup-store.ts';
+
+/** Where the docker adapter keeps disk backups: the S3 store when one is configured, else the named volume. */
+export function diskBackupRepository(config: ComputeConfig): DiskBackupRepository {
+  if (!config.PIER_COMPUTE_BACKUP_S3_ENDPOINT) return { kind: 'volume', volume: config.PIER_COMPUTE_BACKUP_VOLUME };
+  const store = s3StoreFrom({
+    endpoint: config.PIER_COMPUTE_BACKUP_S3_ENDPOINT,
+    bucket: config.PIER_COMPUTE_BACKUP_S3_BUCKET!,
+    region: config.PIER_COMPUTE_BACKUP_S3_REGION,
+    accessKeyId: config.PIER_COMPUTE_BACKUP_S3_ACCESS_KEY_ID!,
+    secretAccessKey: config.PIER_COMPUTE_BACKUP_S3_SECRET_ACCESS_KEY!,
+    caFile: config.PIER_COMPUTE_BACKUP_S3_CA_FILE,
+    prefix: config.PIER_COMPUTE_BACKUP_S3_PREFIX,
+  });
+  return { kind: 's3', store };
+}
+
+function diskBackupPort(config: ComputeConfig): DiskBackupPort {
+  if (config.PIER_CLUSTER === 'kubernetes') {
+    return new KubernetesDiskBackups(kubeConfigFrom(config.PIER_KUBECONFIG), { snapshotClass: config.PIER_COMPUTE_VOLUME_SNAPSHOT_CLASS });
+  }
+  return new DockerDiskBackups({ host: config.PIER_DOCKER_HOST, image: config.PIER_COMPUTE_BACKUP_IMAGE, repository: diskBackupRepository(config) });
+}
+
+export function createDiskBackups(config: ComputeConfig, db: Knex, logger: Logger): DiskBackupsRuntime {
+  return { store: new KnexDiskBackupStore(db), port: diskBackupPort(config), jobs: new DiskJobs(logger) };
+}

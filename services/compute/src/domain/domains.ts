@@ -1,0 +1,197 @@
+// Custom domains: attach a hostname to a web service, prove it with DNS (a TXT record and a
+// record that routes to the edge), then route it and get it a certificate over ACME.
+//
+// The order keeps our records honest, as rollouts do: the edge is changed first (with the
+// table as it will be), then one transaction records the outcome and its event. An edge
+// that cannot be reached is a 503 with nothing written.
+import { randomBytes } from 'node:crypto';
+import { ConflictError, NotFoundError, UnavailableError, isUuid, type Page, type PageRequest } from '@pier/kit';
+import { findMutable, findService, type ComputeContext } from './context.ts';
+import type { Domain, DomainPatch } from './domain-store-port.ts';
+import type { EdgePort } from './edge-port.ts';
+import { DnsUnavailableError } from './dns-port.ts';
+import { routeOf, routingTable } from './edge-table.ts';
+import { events } from './events.ts';
+import { isRouted, normalizeHostname, serviceHost } from './hostnames.ts';
+import type { Scope, Service } from './records.ts';
+
+/** The TXT record proving ownership is `<prefix>.<hostname>`. */
+export const CHALLENGE_PREFIX = '_pier-challenge';
+
+export function verificationValue(d: Pick<Domain, 'verification_token'>): string {
+  return `pier-verify=${d.verification_token}`;
+}
+
+/** A hostname of two labels (example.com) is taken for an apex, which cannot hold a CNAME. */
+export function isApex(hostname: string): boolean {
+  return hostname.split('.').length === 2;
+}
+
+function domainNotFound(): NotFoundError {
+  return new NotFoundError('domain not found', 'domain_not_found');
+}
+
+function edgeOf(ctx: ComputeContext): EdgePort {
+  if (!ctx.edge.port) throw new UnavailableError('custom domains need the edge, which is turned off on this platform (PIER_EDGE=off)', 'edge_unavailable');
+  return ctx.edge.port;
+}
+
+async function findDomain(ctx: ComputeContext, service: Service, id: string): Promise<Domain> {
+  if (!isUuid(id)) throw domainNotFound();
+  const d = await ctx.edge.store.findDomain(service.id, id.toLowerCase());
+  if (!d) throw domainNotFound();
+  return d;
+}
+
+export async function listDomains(ctx: ComputeContext, scope: Scope, serviceId: string, page: PageRequest): Promise<{ service: Service; page: Page<Domain> }> {
+  const service = await findService(ctx, scope, serviceId);
+  return { service, page: await ctx.edge.store.listDomains(service.id, page) };
+}
+
+export async function addDomain(
+  ctx: ComputeContext,
+  scope: Scope,
+  serviceId: string,
+  input: { hostname: string },
+): Promise<{ service: Service; domain: Domain }> {
+  edgeOf(ctx);
+  const service = await findMutable(ctx, scope, serviceId);
+  if (!isRouted(service)) {
+    throw new ConflictError(`custom domains route to web services with a port; ${service.name} is a ${service.service_type} service`, 'service_not_routed');
+  }
+  const hostname = normalizeHostname(input.hostname, ctx.edge.settings.appsDomain);
+  const max = ctx.edge.settings.maxDomainsPerService;
+  // Serialised per service, so two attaches cannot both pass the cap.
+  const domain = await ctx.locks.run(`domains:${service.id}`, async () => {
+    if ((await ctx.edge.store.countDomains(service.id)) >= max) {
+      throw new ConflictError(`a service holds at most ${max} custom domains; detach one first`, 'domain_limit');
+    }
+    return ctx.edge.store.transaction(async (tx) => {
+      const d = await tx.insertDomain({
+        workspace_id: service.workspace_id,
+        vpc_id: service.vpc_id,
+        service_id: service.id,
+        hostname,
+        verification_token: randomBytes(16).toString('hex'),
+      });
+      await tx.writeEvent(events.domain(service, 'added', d));
+      return d;
+    });
+  });
+  ctx.eventsWritten();
+  return { service, domain };
+}
+
+/** What DNS holds for the domain, as sentences naming what was expected and what was found; [] when it checks out. */
+async function dnsProblems(ctx: ComputeContext, edge: EdgePort, service: Service, d: Domain): Promise<string[]> {
+  const dns = ctx.edge.dns;
+  const txtName = `${CHALLENGE_PREFIX}.${d.hostname}`;
+  const expected = verificationValue(d);
+  const host = serviceHost(service, ctx.edge.settings.appsDomain);
+  try {
+    const [txt, cname] = await Promise.all([dns.txt(txtName), dns.cname(d.hostname)]);
+    const problems: string[] = [];
+    if (!txt.includes(expected)) {
+      problems.push(`TXT ${txtName}: expected "${expected}", found ${txt.length ? txt.map((t) => JSON.stringify(t)).join(', ') : 'no TXT record'}`);
+    }
+    if (cname !== null) {
+      if (cname !== host) problems.push(`routing: expected CNAME ${d.hostname} -> ${host}, found CNAME ${d.hostname} -> ${cname}`);
+      return problems;
+    }
+    const [found, edgeAddresses] = await Promise.all([dns.addresses(d.hostname), edge.addresses()]);
+    const expectedRouting = `CNAME ${d.hostname} -> ${host} (or A/AAAA ${d.hostname} -> ${edgeAddresses.join(', ') || 'the edge'})`;
+    if (!found.length) problems.push(`routing: expected ${expectedRouting}, found no CNAME, A or AAAA record`);
+    else if (found.some((a) => !edgeAddresses.includes(a))) problems.push(`routing: expected ${expectedRouting}, found A/AAAA ${found.join(', ')}`);
+    return problems;
+  } catch (err) {
+    if (err instanceof DnsUnavailableError) throw new UnavailableError(`${err.message}; nothing was changed, retry shortly`, 'dns_unavailable');
+    throw err;
+  }
+}
+
+async function record(ctx: ComputeContext, service: Service, before: Domain, patch: DomainPatch): Promise<Domain> {
+  const after = await ctx.edge.store.transaction(async (tx) => {
+    const d = await tx.updateDomain(before.id, patch);
+    if (d.status !== before.status && d.status !== 'pending') await tx.writeEvent(events.domain(service, d.status, d));
+    return d;
+  });
+  ctx.eventsWritten();
+  return after;
+}
+
+/**
+ * Re-checks DNS; when it checks out, routes the hostname and obtains its certificate. The
+ * answer is the domain as it now stands: `active`, `verified` (a certificate on its way, on
+ * kubernetes), or `failed` with `error` saying what DNS or the CA answered.
+ */
+export async function verifyDomain(ctx: ComputeContext, scope: Scope, serviceId: string, domainId: string): Promise<{ service: Service; domain: Domain }> {
+  const edge = edgeOf(ctx);
+  const service = await findMutable(ctx, scope, serviceId);
+  const { id } = await findDomain(ctx, service, domainId);
+  const domain = await ctx.locks.run(`domain:${id}`, async () => {
+    const d = await findDomain(ctx, service, id);
+    const now = ctx.now();
+    const problems = await dnsProblems(ctx, edge, service, d);
+    if (problems.length) {
+      // DNS no longer points here: stop routing the name before saying so.
+      if (d.routed) await edge.sync(await routingTable(ctx.edge, { drop: d.id }));
+      return record(ctx, service, d, { status: 'failed', routed: false, error: problems.join('; '), last_checked_at: now });
+    }
+    await edge.sync(await routingTable(ctx.edge, { add: { ...d, routed: true } }));
+    const verified = await record(ctx, service, d, { status: d.status === 'active' ? 'active' : 'verified', routed: true, error: null, last_checked_at: now });
+    return verified.status === 'active' ? verified : certify(ctx, service, verified);
+  });
+  return { service, domain };
+}
+
+/**
+ * Obtains (or renews) the certificate of a routed domain and records the outcome; an issued
+ * one is then served. A renewal that fails keeps the certificate in place until it expires.
+ */
+export async function certify(ctx: ComputeContext, service: Service, d: Domain): Promise<Domain> {
+  const edge = edgeOf(ctx);
+  const route = routeOf(await routingTable(ctx.edge), service.id);
+  if (!route) return d;
+  const outcome = await edge.certify(route, d.hostname);
+  if (outcome.status === 'issued') {
+    const after = await record(ctx, service, d, {
+      status: 'active',
+      tls_status: 'issued',
+      tls_issuer: outcome.issuer,
+      tls_expires_at: outcome.expiresAt,
+      tls_error: null,
+      error: null,
+    });
+    await edge.sync(await routingTable(ctx.edge));
+    return after;
+  }
+  if (outcome.status === 'pending') return record(ctx, service, d, { status: 'verified', tls_status: 'pending', tls_error: null });
+  const stillValid = d.tls_status === 'issued' && d.tls_expires_at !== null && new Date(d.tls_expires_at) > ctx.now();
+  if (stillValid) return record(ctx, service, d, { tls_error: `renewal failed: ${outcome.error}` });
+  return record(ctx, service, d, { status: 'failed', tls_status: 'failed', tls_error: outcome.error, error: outcome.error });
+}
+
+export async function removeDomain(ctx: ComputeContext, scope: Scope, serviceId: string, domainId: string): Promise<void> {
+  const edge = edgeOf(ctx);
+  const service = await findMutable(ctx, scope, serviceId);
+  const { id } = await findDomain(ctx, service, domainId);
+  await ctx.locks.run(`domain:${id}`, async () => {
+    const d = await findDomain(ctx, service, id);
+    if (d.routed) await edge.sync(await routingTable(ctx.edge, { drop: d.id }));
+    await edge.removeCertificate({ vpcId: service.vpc_id, serviceName: service.name }, d.hostname);
+    await ctx.edge.store.transaction(async (tx) => {
+      await tx.deleteDomain(d.id);
+      await tx.writeEvent(events.domain(service, 'removed', d));
+    });
+  });
+  ctx.eventsWritten();
+}
+
+/** A deleted service's domains: unrouted (the service is out of the table already), certificates removed, records gone. */
+export async function releaseDomains(ctx: ComputeContext, service: Service): Promise<void> {
+  const edge = ctx.edge.port;
+  if (!edge) return;
+  await edge.sync(await routingTable(ctx.edge));
+  const gone = await ctx.edge.store.deleteServiceDomains(service.id);
+  for (const d of gone) await edge.removeCertificate({ vpcId: service.vpc_id, serviceName: service.name }, d.hostname);
+}

@@ -1,0 +1,39 @@
+// The routing table: what the edge must serve, read from our records (never from the edge),
+// so a sync after any change, a crash or a lost edge container converges on the same thing.
+import type { EdgeRoute } from './edge-port.ts';
+import type { Domain } from './domain-store-port.ts';
+import type { EdgeRuntime } from './edge-runtime.ts';
+import { serviceHost } from './hostnames.ts';
+
+export interface TableChange {
+  /** Route this domain as if it were stored routed (verify routes before it commits). */
+  add?: Domain;
+  /** Leave this domain out (remove unroutes before it deletes). */
+  drop?: string;
+}
+
+export async function routingTable(edge: EdgeRuntime, change: TableChange = {}): Promise<EdgeRoute[]> {
+  const [services, stored] = await Promise.all([edge.store.routableServices(), edge.store.routedDomains()]);
+  const domains = stored.filter((d) => d.id !== change.drop && d.id !== change.add?.id);
+  if (change.add) domains.push(change.add);
+  const byService = new Map<string, Domain[]>();
+  for (const d of domains) (byService.get(d.service_id) ?? byService.set(d.service_id, []).get(d.service_id)!).push(d);
+  return services.map((s) => {
+    const mine = byService.get(s.id) ?? [];
+    return {
+      workspaceId: s.workspace_id,
+      vpcId: s.vpc_id,
+      serviceId: s.id,
+      serviceName: s.name,
+      port: s.port!,
+      serviceHost: serviceHost(s, edge.settings.appsDomain),
+      customHosts: mine.map((d) => d.hostname),
+      tlsHosts: mine.filter((d) => d.tls_status === 'issued').map((d) => d.hostname),
+    };
+  });
+}
+
+/** The route of one service in a table (its custom hosts as the table has them). */
+export function routeOf(table: EdgeRoute[], serviceId: string): EdgeRoute | undefined {
+  return table.find((r) => r.serviceId === serviceId);
+}

@@ -1,0 +1,117 @@
+// The edge on the kubernetes adapter against the fake Kubernetes API: an Ingress per web
+// service and a cert-manager Certificate per custom domain, each validated by the fake
+// against the Kubernetes schemas and cert-manager's CRD. cert-manager itself does not run
+// here: the tests write the Certificate's status as cert-manager would (marked below).
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import { createLogger, vpcNamespace } from '@pier/kit';
+import { FakeKubernetes, validateManifest } from '@pier/testing';
+import { kubeConfigFrom } from '@pier/kit/kubernetes';
+import { KubernetesCluster } from '../src/cluster/kubernetes.ts';
+import { KubernetesEdge, outcomeOf } from '../src/cluster/kubernetes-edge.ts';
+import { certificateManifest, certificateName, ingressManifest, tlsSecretName } from '../src/cluster/kubernetes-edge-manifests.ts';
+import type { EdgeRoute } from '../src/domain/edge-port.ts';
+
+const log = createLogger('test', 'warn');
+let fake: FakeKubernetes;
+let kubeconfig: string;
+let edge: KubernetesEdge;
+const vpcId = randomUUID();
+const workspaceId = randomUUID();
+const ns = vpcNamespace(vpcId);
+const settings = { clusterIssuer: 'pier-acme', ingressClass: 'nginx', appsTlsSecret: 'apps-wildcard', addresses: ['203.0.113.10'] };
+
+function route(customHosts: string[] = [], tlsHosts: string[] = []): EdgeRoute {
+  return {
+    workspaceId,
+    vpcId,
+    serviceId: '6f1c2d3e-0000-4000-8000-000000000001',
+    serviceName: 'web',
+    port: 8080,
+    serviceHost: 'web-6f1c2d3e.apps.example.com',
+    customHosts,
+    tlsHosts,
+  };
+}
+
+beforeAll(async () => {
+  fake = await new FakeKubernetes().start();
+  kubeconfig = await fake.writeKubeconfig();
+  // The VPC's namespace, as the cluster adapter makes it.
+  await KubernetesCluster.fromKubeconfig(kubeconfig, log).ensureVpc({ workspaceId: randomUUID(), vpcId });
+  edge = new KubernetesEdge(kubeConfigFrom(kubeconfig), settings, log);
+});
+
+afterAll(async () => {
+  await fake?.stop();
+  if (kubeconfig) await rm(path.dirname(kubeconfig), { recursive: true, force: true });
+});
+
+describe('edge manifests', () => {
+  it('are valid Kubernetes objects and cert-manager Certificates', () => {
+    const hosts = ['www.example.com', 'xn--bcher-kva.example.com'];
+    const ingress = ingressManifest(route(hosts, ['www.example.com']), settings);
+    validateManifest(ingress);
+    expect(ingress.spec).toMatchObject({
+      ingressClassName: 'nginx',
+      tls: [
+        { hosts: ['web-6f1c2d3e.apps.example.com'], secretName: 'apps-wildcard' },
+        { hosts: ['www.example.com'], secretName: tlsSecretName('www.example.com') },
+      ],
+    });
+    expect((ingress.spec as any).rules.map((r: any) => r.host)).toEqual(['web-6f1c2d3e.apps.example.com', ...hosts]);
+    for (const h of [...hosts, `${'long-label-'.repeat(5)}x.example.com`]) validateManifest(certificateManifest(route(), h, settings));
+  });
+
+  it('an invalid Certificate is refused by the schema', () => {
+    const bad = certificateManifest(route(), 'www.example.com', settings);
+    (bad.spec as any).issuerRef = { kind: 'ClusterIssuer' };
+    expect(() => validateManifest(bad)).toThrow(/name/);
+  });
+});
+
+describe('KubernetesEdge on the fake API', () => {
+  it('applies one Ingress per routed service, again only when it changed, and removes it when the service leaves', async () => {
+    await edge.sync([route(['www.example.com'])]);
+    const ingress = fake.get('networking.k8s.io/v1', 'Ingress', ns, 'web');
+    expect((ingress!.spec as any).rules.map((r: any) => r.host)).toContain('www.example.com');
+    const applies = () => fake.requests.filter((r) => r.method === 'PATCH' && r.path.includes('/ingresses/')).length;
+    const before = applies();
+    await edge.sync([route(['www.example.com'])]);
+    expect(applies()).toBe(before);
+    await edge.sync([]);
+    expect(fake.get('networking.k8s.io/v1', 'Ingress', ns, 'web')).toBeUndefined();
+    expect(fake.invalid).toEqual([]);
+  });
+
+  it('asks cert-manager for a certificate and reads its Ready condition', async () => {
+    const r = route(['www.example.com']);
+    expect(await edge.certify(r, 'www.example.com')).toMatchObject({ status: 'pending' });
+    const cert = fake.get('cert-manager.io/v1', 'Certificate', ns, certificateName('www.example.com'))!;
+    expect(cert.spec).toMatchObject({ dnsNames: ['www.example.com'], issuerRef: { name: 'pier-acme', kind: 'ClusterIssuer' } });
+    // Simulated: what cert-manager writes once the ACME order is valid.
+    cert.status = { conditions: [{ type: 'Ready', status: 'True', reason: 'Ready' }], notAfter: '2027-02-23T09:00:00Z' };
+    expect(await edge.certify(r, 'www.example.com')).toEqual({ status: 'issued', issuer: 'pier-acme', expiresAt: new Date('2027-02-23T09:00:00Z') });
+    await edge.removeCertificate(r, 'www.example.com');
+    expect(fake.get('cert-manager.io/v1', 'Certificate', ns, certificateName('www.example.com'))).toBeUndefined();
+  });
+
+  it("reads a failed issuance as failed, with cert-manager's message", () => {
+    expect(
+      outcomeOf(
+        { conditions: [{ type: 'Ready', status: 'False', reason: 'Failed', message: 'the ACME order was refused' }], lastFailureTime: '2026-11-25T09:00:00Z' },
+        'pier-acme',
+      ),
+    ).toEqual({ status: 'failed', error: 'cert-manager: the ACME order was refused' });
+    expect(outcomeOf({ conditions: [{ type: 'Ready', status: 'False', reason: 'Issuing', message: 'waiting for the order' }] }, 'pier-acme')).toMatchObject({
+      status: 'pending',
+    });
+  });
+
+  it('gives the configured address as where users enter', async () => {
+    expect(await edge.entry()).toEqual({ host: '203.0.113.10', port: 443 });
+    expect(await edge.addresses()).toEqual(['203.0.113.10']);
+  });
+});
