@@ -58,6 +58,17 @@ async function curlTls(hostname: string, caFile: string): Promise<string> {
   return stdout;
 }
 
+/** A command's standard output in the edge container. */
+async function inEdge(cmd: string[]): Promise<string> {
+  const exec = await docker.getContainer(EDGE).exec({ Cmd: cmd, AttachStdout: true });
+  const stream = await exec.start({});
+  const chunks: Buffer[] = [];
+  const sink = { write: (c: Buffer) => chunks.push(c) } as unknown as NodeJS.WritableStream;
+  docker.modem.demuxStream(stream, sink, sink);
+  await new Promise((resolve) => stream.on('end', resolve));
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 async function rows(sql: string, params: unknown[] = []): Promise<any[]> {
   const client = new pg.Client({ connectionString: c.db.adminUrl });
   await client.connect();
@@ -264,6 +275,8 @@ describe('custom domains', () => {
 
   it('renews certificates before expiry without a call (a margin longer than their life, after a restart)', async () => {
     const before = (await c.get(`${c.base}/${web.id}/domains`)).body.items.find((d: any) => d.id === domain.id);
+    const account = await inEdge(['cat', '/data/acme-account.key']);
+    expect(account).toContain('PRIVATE KEY');
     await c.restart({ PIER_ACME_RENEW_BEFORE_DAYS: '36500' });
     const after = await until(
       () => c.get(`${c.base}/${web.id}/domains`).then((r) => r.body.items.find((d: any) => d.id === domain.id)),
@@ -271,6 +284,8 @@ describe('custom domains', () => {
       30_000,
     );
     expect(after.status).toBe('active');
+    // The same ACME account across restarts: its key is kept in the edge's volume.
+    expect(await inEdge(['cat', '/data/acme-account.key'])).toBe(account);
     await c.restart({ PIER_ACME_RENEW_BEFORE_DAYS: '30' });
     expect(await curlTls(hostname, path.join(dir, 'pebble-root.pem'))).toContain('hello from pier/tiny-http');
   });
@@ -278,15 +293,7 @@ describe('custom domains', () => {
   it('detaches: the hostname stops routing and its certificate leaves the edge', async () => {
     expect((await c.request('DELETE', `${c.base}/${web.id}/domains/${domain.id}`)).status).toBe(204);
     expect((await viaEdge(hostname)).status).toBe(404);
-    const files = await docker.getContainer(EDGE).exec({ Cmd: ['ls', '/data/certs'], AttachStdout: true });
-    const out = await new Promise<string>((resolve) => {
-      void files.start({}).then((s) => {
-        let text = '';
-        s.on('data', (b: Buffer) => (text += b.toString()));
-        s.on('end', () => resolve(text));
-      });
-    });
-    expect(out).not.toContain(hostname);
+    expect(await inEdge(['ls', '/data/certs'])).not.toContain(hostname);
     expect((await c.get(`${c.base}/${web.id}/domains`)).body.items).toEqual([]);
   });
 

@@ -34,6 +34,8 @@ export interface DockerEdgeOptions {
 
 const VPC_NETWORK_PREFIX = vpcNetwork('');
 const CONFIG_FILE = '/run/pier-edge/config.json';
+/** The ACME account's key, in the edge's volume: it outlives compute and the edge container. */
+const ACCOUNT_KEY = 'acme-account.key';
 
 function tarOf(files: { name: string; content: string; mode?: number }[]): Promise<Buffer> {
   const pack = tar.pack();
@@ -105,18 +107,29 @@ export class DockerEdge implements EdgePort {
     if (!this.opts.acme) return { status: 'failed', error: 'no ACME directory is configured (PIER_ACME_DIRECTORY_URL)' };
     let issued;
     try {
-      issued = await this.opts.acme.issue(hostname, {
-        present: (host, token, keyAuthorization) =>
-          this.serial(async () => {
-            this.challenges.set(token, { hostname: host, token, keyAuthorization });
-            await this.apply();
-          }),
-        remove: (_host, token) =>
-          this.serial(async () => {
-            this.challenges.delete(token);
-            await this.apply();
-          }),
-      });
+      issued = await this.opts.acme.issue(
+        hostname,
+        {
+          present: (host, token, keyAuthorization) =>
+            this.serial(async () => {
+              this.challenges.set(token, { hostname: host, token, keyAuthorization });
+              await this.apply();
+            }),
+          remove: (_host, token) =>
+            this.serial(async () => {
+              this.challenges.delete(token);
+              await this.apply();
+            }),
+        },
+        {
+          load: async () => {
+            const { Id } = await this.ensureContainer();
+            const { exitCode, output } = await this.exec(Id, ['cat', `/data/${ACCOUNT_KEY}`]);
+            return exitCode === 0 && output.includes('PRIVATE KEY') ? output : null;
+          },
+          save: async (pem) => this.put((await this.ensureContainer()).Id, '/data', [{ name: ACCOUNT_KEY, content: pem, mode: 0o600 }]),
+        },
+      );
     } catch (err) {
       return { status: 'failed', error: `certificate not issued: ${(err as Error).message}` };
     }

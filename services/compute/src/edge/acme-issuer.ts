@@ -20,6 +20,15 @@ export interface Http01Responder {
   remove(hostname: string, token: string): Promise<void>;
 }
 
+/**
+ * Where the ACME account's key is kept: one account for the platform, across restarts (a CA
+ * limits how many accounts an address may register).
+ */
+export interface AccountKeyStore {
+  load(): Promise<string | null>;
+  save(pem: string): Promise<void>;
+}
+
 export interface IssuedCertificate {
   certificatePem: string;
   keyPem: string;
@@ -35,15 +44,22 @@ export class AcmeIssuer {
     if (settings.caPem) acme.axios.defaults.httpsAgent = new https.Agent({ ca: settings.caPem });
   }
 
-  /** One account per process, registered on first use. */
-  private account(): Promise<acme.Client> {
-    this.client ??= acme.crypto.createPrivateKey().then((accountKey) => new acme.Client({ directoryUrl: this.settings.directoryUrl, accountKey }));
+  /** The account, its key read from (or, the first time, made and saved to) `keys`; registered on first use. */
+  private account(keys: AccountKeyStore): Promise<acme.Client> {
+    this.client ??= (async () => {
+      let accountKey = await keys.load();
+      if (!accountKey) {
+        accountKey = (await acme.crypto.createPrivateKey()).toString();
+        await keys.save(accountKey);
+      }
+      return new acme.Client({ directoryUrl: this.settings.directoryUrl, accountKey });
+    })();
     return this.client;
   }
 
-  async issue(hostname: string, responder: Http01Responder): Promise<IssuedCertificate> {
+  async issue(hostname: string, responder: Http01Responder, keys: AccountKeyStore): Promise<IssuedCertificate> {
     const run = async () => {
-      const client = await this.account();
+      const client = await this.account(keys);
       const [key, csr] = await acme.crypto.createCsr({ commonName: hostname, altNames: [hostname] });
       const certificatePem = await client.auto({
         csr,
