@@ -177,6 +177,12 @@ export async function startPlatformAt(opts: PlatformOptions): Promise<Platform> 
           PIER_COMPUTE_URL: serviceUrls.compute,
           PIER_DATABASES_URL: serviceUrls.databases,
           PIER_SECRETS_URL: serviceUrls.secrets,
+          // Suites poll through one token far faster than any client should; the limits
+          // themselves are tested with small values in test/e2e/rate-limits.test.ts.
+          PIER_RATE_LIMIT_TOKEN_PER_HOUR: '100000000',
+          PIER_RATE_LIMIT_TOKEN_BURST: '100000',
+          PIER_RATE_LIMIT_ADDRESS_PER_HOUR: '100000000',
+          PIER_RATE_LIMIT_ADDRESS_BURST: '100000',
           ...env.gateway,
         }),
       ),

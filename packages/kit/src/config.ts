@@ -23,4 +23,11 @@ export const serviceEnv = z.object({
   PIER_IDENTITY_PUBLIC_KEY: z.string().min(1, 'PIER_IDENTITY_PUBLIC_KEY is required (Ed25519 public JWK, JSON)'),
   PIER_BIND_HOST: z.string().default('127.0.0.1'),
   PIER_LOG_LEVEL: logLevel,
+  PIER_OUTBOX_RETENTION_SECONDS: z.coerce
+    .number({ message: 'PIER_OUTBOX_RETENTION_SECONDS must be a number of seconds' })
+    .int()
+    .min(0, 'PIER_OUTBOX_RETENTION_SECONDS must be 0 or more')
+    .default(3600),
+  PIER_OUTBOX_PUBLISH_BATCH: z.coerce.number().int().min(1, 'PIER_OUTBOX_PUBLISH_BATCH must be at least 1').max(10_000).default(500),
+  PIER_OUTBOX_TRIM_BATCH: z.coerce.number().int().min(1, 'PIER_OUTBOX_TRIM_BATCH must be at least 1').max(100_000).default(5000),
 });

@@ -77,13 +77,40 @@ export interface GrpcServiceDefinition {
   implementation: grpc.UntypedServiceImplementation;
 }
 
-export async function startGrpcServer(host: string, port: number, services: GrpcServiceDefinition[]): Promise<{ server: grpc.Server; port: number }> {
+/** Told of each answered unary call: its full method path, gRPC status name and duration. */
+export type GrpcCallObserver = (method: string, code: string, seconds: number) => void;
+
+export async function startGrpcServer(
+  host: string,
+  port: number,
+  services: GrpcServiceDefinition[],
+  observe?: GrpcCallObserver,
+): Promise<{ server: grpc.Server; port: number }> {
   const server = new grpc.Server();
-  for (const s of services) server.addService(s.definition, s.implementation);
+  for (const s of services) server.addService(s.definition, observe ? observed(s, observe) : s.implementation);
   const bound = await new Promise<number>((resolve, reject) =>
     server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
   );
   return { server, port: bound };
+}
+
+/** The implementation with each unary handler timed: the callback it answers with reports the call. */
+function observed(s: GrpcServiceDefinition, observe: GrpcCallObserver): grpc.UntypedServiceImplementation {
+  const out: grpc.UntypedServiceImplementation = { ...s.implementation };
+  for (const [name, method] of Object.entries(s.definition)) {
+    const handler = s.implementation[name];
+    if (!handler || method.requestStream || method.responseStream) continue;
+    const unaryHandler = handler as grpc.handleUnaryCall<unknown, unknown>;
+    out[name] = ((call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+      const start = performance.now();
+      unaryHandler(call, (err, ...rest) => {
+        const code = err ? (grpc.status[err.code ?? grpc.status.UNKNOWN] ?? 'UNKNOWN') : 'OK';
+        observe(method.path, code, (performance.now() - start) / 1000);
+        callback(err, ...rest);
+      });
+    }) as grpc.handleUnaryCall<unknown, unknown>;
+  }
+  return out;
 }
 
 export function stopGrpcServer(server: grpc.Server): Promise<void> {

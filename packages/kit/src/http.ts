@@ -8,6 +8,8 @@ import { IDENTITY_HEADER, type Identity, type IdentityVerifier } from './identit
 import { requireRole, type Requirement } from './roles.ts';
 import { pgErrorOf } from './pg-errors.ts';
 import type { UpgradeRoute } from './upgrade.ts';
+import { UNMATCHED_ROUTE, type ServiceMetrics } from './metrics.ts';
+import type { Readiness } from './readiness.ts';
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 
@@ -164,6 +166,10 @@ export interface ServiceAppOptions {
   upgrades?: UpgradeRoute[];
   /** Answers `GET /healthz`; throws when a dependency is down. */
   health?: () => Promise<void>;
+  /** Answers `GET /readyz`: each dependency named with its state (200 when all are up, 503 otherwise). */
+  ready?: () => Promise<Readiness>;
+  /** Serves `GET /metrics` from its registry and records every request in it. */
+  metrics?: ServiceMetrics;
   /** Body size bound; bigger bodies get 413. */
   bodyLimit?: string;
   /** Longest silence on an event stream before a keep-alive comment (default 15 s). */
@@ -176,9 +182,10 @@ export function createServiceApp(opts: ServiceAppOptions): Express {
   app.set('etag', false);
   app.use(requestIds());
   app.use(accessLog(opts.logger));
+  if (opts.metrics) app.use(requestMetrics(opts.metrics));
   app.use(express.json({ limit: opts.bodyLimit ?? '256kb', strict: false }));
 
-  app.get('/healthz', async (_req, res, next) => {
+  app.get('/healthz', routeName('/healthz'), async (_req, res, next) => {
     try {
       await opts.health?.();
       res.json({ status: 'ok', service: opts.service });
@@ -186,11 +193,33 @@ export function createServiceApp(opts: ServiceAppOptions): Express {
       next(err);
     }
   });
-  app.get('/internal/openapi', (_req, res) => {
+  const ready = opts.ready;
+  if (ready) {
+    app.get('/readyz', routeName('/readyz'), async (_req, res, next) => {
+      try {
+        const r = await ready();
+        res.status(r.status === 'ready' ? 200 : 503).json({ status: r.status, service: opts.service, checks: r.checks });
+      } catch (err) {
+        next(err);
+      }
+    });
+  }
+  const registry = opts.metrics?.registry;
+  if (registry) {
+    app.get('/metrics', routeName('/metrics'), async (_req, res, next) => {
+      try {
+        const text = await registry.metrics();
+        res.set('content-type', registry.contentType).send(text);
+      } catch (err) {
+        next(err);
+      }
+    });
+  }
+  app.get('/internal/openapi', routeName('/internal/openapi'), (_req, res) => {
     res.json(openApiPaths(opts.routes, opts.upgrades));
   });
   for (const u of opts.upgrades ?? []) {
-    app.get(expressPath(u.path), (_req, res) => {
+    app.get(expressPath(u.path), routeName(u.path), (_req, res) => {
       res
         .status(426)
         .set('upgrade', 'websocket')
@@ -199,7 +228,7 @@ export function createServiceApp(opts: ServiceAppOptions): Express {
   }
 
   for (const route of opts.routes) {
-    app[route.method](expressPath(route.path), async (req: Request, res: Response, next: NextFunction) => {
+    app[route.method](expressPath(route.path), routeName(route.path), async (req: Request, res: Response, next: NextFunction) => {
       try {
         const identityToken = req.header(IDENTITY_HEADER) ?? '';
         const identity = await opts.verifier.verify(identityToken);
@@ -300,7 +329,7 @@ export function loggablePath(url: string): string {
 }
 
 /** Probes that ask every few seconds: logged at debug, so the info log shows what people and programs did. */
-const PROBE_PATHS = new Set(['/healthz']);
+const PROBE_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 /** The access-log level of a request to `path` (query string already removed). */
 export function accessLogLevel(path: string): 'info' | 'debug' {
@@ -316,6 +345,25 @@ export function accessLog(logger: Logger) {
       const ms = Number(process.hrtime.bigint() - start) / 1e6;
       const path = loggablePath(req.originalUrl);
       log[accessLogLevel(path)]({ method: req.method, path, status: res.statusCode, ms: Math.round(ms * 100) / 100 }, 'request');
+    });
+    next();
+  };
+}
+
+/** Names the route a request matched (its template), for the request metrics. */
+function routeName(template: string) {
+  return (_req: Request, res: Response, next: NextFunction) => {
+    res.locals.route = template;
+    next();
+  };
+}
+
+/** Observes each answered request in the histogram, labelled with its route template. */
+function requestMetrics(metrics: ServiceMetrics) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const start = performance.now();
+    res.once('finish', () => {
+      metrics.observeRequest(req.method, (res.locals.route as string | undefined) ?? UNMATCHED_ROUTE, res.statusCode, (performance.now() - start) / 1000);
     });
     next();
   };

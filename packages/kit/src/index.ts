@@ -8,6 +8,8 @@ export * from './db.ts';
 export * from './pg-errors.ts';
 export * from './pagination.ts';
 export * from './outbox.ts';
+export * from './metrics.ts';
+export * from './readiness.ts';
 export * from './grpc.ts';
 export * from './service.ts';
 export * from './locks.ts';

@@ -66,10 +66,35 @@ export async function ensureEventsStream(nc: NatsConnection): Promise<void> {
   }
 }
 
+/** How the relay publishes and trims (kit's serviceEnv gives every service the same settings). */
+export interface OutboxRelayOptions {
+  /** Pause between passes when nothing was poked (default 200 ms). */
+  intervalMs?: number;
+  /** Rows published, then marked in one UPDATE, per batch (default 500). */
+  publishBatch?: number;
+  /** Published rows older than this are deleted (default 3600 s). */
+  retentionSeconds?: number;
+  /** Rows deleted per DELETE statement when trimming (default 5000). */
+  trimBatch?: number;
+  /** Least time between two trims (default 60 s). */
+  trimEveryMs?: number;
+}
+
+/** DELETE statements of one background trim, before the relay publishes again. */
+const TRIM_BATCHES_PER_PASS = 20;
+
+/** What a trim did: rows deleted, in how many DELETE statements. */
+export interface TrimResult {
+  deleted: number;
+  batches: number;
+}
+
 /**
  * Publishes committed outbox rows to JetStream in order, then marks them published. A
  * broker outage only delays events: rows stay until a publish is acknowledged, and the
- * outbox id is the JetStream message id, so a retry after a crash is deduplicated.
+ * outbox id is the JetStream message id, so a retry after a crash is deduplicated. It also
+ * keeps the table bounded: published rows older than the retention are deleted, a batch
+ * per statement, so no delete holds many row locks or bloats one transaction.
  */
 export class OutboxRelay {
   private nc?: NatsConnection;
@@ -78,6 +103,9 @@ export class OutboxRelay {
   private stopped = false;
   private running?: Promise<void>;
   private wake = false;
+  private lastTrim = 0;
+  private connecting?: Promise<JetStreamClient>;
+  private readonly opts: Required<OutboxRelayOptions>;
 
   constructor(
     private readonly db: Knex,
@@ -85,8 +113,17 @@ export class OutboxRelay {
     private readonly source: string,
     private readonly natsUrl: string,
     private readonly log: Logger,
-    private readonly intervalMs = 200,
-  ) {}
+    options: OutboxRelayOptions | number = {},
+  ) {
+    const o = typeof options === 'number' ? { intervalMs: options } : options;
+    this.opts = {
+      intervalMs: o.intervalMs ?? 200,
+      publishBatch: o.publishBatch ?? 500,
+      retentionSeconds: o.retentionSeconds ?? 3600,
+      trimBatch: o.trimBatch ?? 5000,
+      trimEveryMs: o.trimEveryMs ?? 60_000,
+    };
+  }
 
   start(): void {
     this.schedule(0);
@@ -102,15 +139,14 @@ export class OutboxRelay {
     if (this.stopped) return;
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
-      this.running = this.pass()
-        .then(() => undefined)
+      this.running = this.work()
         .catch((err) => {
           this.log.warn({ err: String(err) }, 'outbox relay pass failed; will retry');
           void this.dropConnection();
         })
         .finally(() => {
           this.running = undefined;
-          const next = this.wake ? 0 : this.intervalMs;
+          const next = this.wake ? 0 : this.opts.intervalMs;
           this.wake = false;
           this.schedule(next);
         });
@@ -118,12 +154,32 @@ export class OutboxRelay {
     this.timer.unref?.();
   }
 
-  private async connection(): Promise<JetStreamClient> {
-    if (this.js && this.nc && !this.nc.isClosed()) return this.js;
-    this.nc = await connect({ servers: this.natsUrl, timeout: 2000, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
-    await ensureEventsStream(this.nc);
-    this.js = this.nc.jetstream({ timeout: 2000 });
-    return this.js;
+  private async work(): Promise<void> {
+    await this.pass();
+    if (Date.now() - this.lastTrim >= this.opts.trimEveryMs) {
+      const { deleted, batches } = await this.trim(TRIM_BATCHES_PER_PASS);
+      if (deleted > 0) this.log.debug({ deleted, batches }, 'outbox trimmed');
+      // More left (a large backlog of old rows): trim again after the next publish pass,
+      // rather than hold new events back until it is all gone.
+      if (batches < TRIM_BATCHES_PER_PASS) this.lastTrim = Date.now();
+    }
+  }
+
+  private connection(): Promise<JetStreamClient> {
+    if (this.js && this.nc && !this.nc.isClosed()) return Promise.resolve(this.js);
+    // One connection attempt at a time: a readiness check may ask while a pass connects.
+    this.connecting ??= (async () => {
+      const nc = await connect({ servers: this.natsUrl, timeout: 2000, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+      if (this.stopped) {
+        await nc.close();
+        throw new Error('outbox relay stopped');
+      }
+      this.nc = nc;
+      await ensureEventsStream(nc);
+      this.js = nc.jetstream({ timeout: 2000 });
+      return this.js;
+    })().finally(() => (this.connecting = undefined));
+    return this.connecting;
   }
 
   private async dropConnection(): Promise<void> {
@@ -133,6 +189,16 @@ export class OutboxRelay {
     await nc?.close().catch(() => undefined);
   }
 
+  /**
+   * Answers once NATS has answered a round trip on the relay's own connection (readiness:
+   * can events leave now?). The caller bounds the wait: while the broker is away the
+   * connection reconnects, and the answer waits for it.
+   */
+  async checkNats(): Promise<void> {
+    await this.connection();
+    await this.nc!.flush();
+  }
+
   /** One pass: publish every pending row, oldest first. Returns how many were published. */
   async pass(): Promise<number> {
     let published = 0;
@@ -140,25 +206,58 @@ export class OutboxRelay {
       const rows: { id: number; subject: string; payload: unknown; at_us: number }[] = await this.db('outbox')
         .whereNull('published_at')
         .orderBy('id')
-        .limit(100)
+        .limit(this.opts.publishBatch)
         .select('id', 'subject', 'payload', this.db.raw('(extract(epoch from created_at) * 1000000)::bigint as at_us'));
       if (rows.length === 0) return published;
       const js = await this.connection();
-      for (const row of rows) {
-        // The row's creation instant is part of the id: outbox ids restart at 1 in every
-        // database, and databases sharing one NATS (parallel test files, several
-        // platforms) must not have each other's events dropped as duplicates.
-        await js.publish(row.subject, JSON.stringify(row.payload), { msgID: `${this.source}:${row.id}:${row.at_us}` });
-        await this.db('outbox').where({ id: row.id }).update({ published_at: this.db.fn.now() });
-        published++;
+      const done: number[] = [];
+      try {
+        for (const row of rows) {
+          // The row's creation instant is part of the id: outbox ids restart at 1 in every
+          // database, and databases sharing one NATS (parallel test files, several
+          // platforms) must not have each other's events dropped as duplicates.
+          await js.publish(row.subject, JSON.stringify(row.payload), { msgID: `${this.source}:${row.id}:${row.at_us}` });
+          done.push(row.id);
+        }
+      } finally {
+        // One statement for the batch (or the part acknowledged before a failure); should
+        // the process die before it, the rows are published again and JetStream drops them
+        // as duplicates of their message ids.
+        if (done.length > 0) await this.db('outbox').whereIn('id', done).update({ published_at: this.db.fn.now() });
       }
+      published += done.length;
     }
+  }
+
+  /** Deletes published rows older than the retention, `trimBatch` rows per statement, at most `maxBatches` statements. */
+  async trim(maxBatches = Infinity): Promise<TrimResult> {
+    const result: TrimResult = { deleted: 0, batches: 0 };
+    const cutoff = this.db.raw(`now() - make_interval(secs => ?)`, [this.opts.retentionSeconds]);
+    while (result.batches < maxBatches) {
+      if (this.stopped) return result;
+      const oldest = this.db('outbox').where('published_at', '<', cutoff).orderBy('published_at').limit(this.opts.trimBatch).select('id');
+      const deleted: number = await this.db('outbox').whereIn('id', oldest).delete();
+      if (deleted === 0) return result;
+      result.deleted += deleted;
+      result.batches++;
+      if (deleted < this.opts.trimBatch) return result;
+    }
+    return result;
+  }
+
+  /** Rows not yet published, and the age in seconds of the oldest of them (0 when none). */
+  async backlog(): Promise<{ rows: number; oldestSeconds: number }> {
+    const row = await this.db('outbox')
+      .whereNull('published_at')
+      .first(this.db.raw('count(*)::int as rows'), this.db.raw('coalesce(extract(epoch from now() - min(created_at)), 0)::float8 as "oldestSeconds"'));
+    return { rows: Number(row?.rows ?? 0), oldestSeconds: Number(row?.oldestSeconds ?? 0) };
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
     await this.running;
+    await this.connecting?.catch(() => undefined);
     await this.dropConnection();
   }
 }

@@ -8,6 +8,9 @@ import { OutboxRelay } from './outbox.ts';
 import { createServiceApp, type Route } from './http.ts';
 import { upgradeHandler, type UpgradeRoute } from './upgrade.ts';
 import { startGrpcServer, stopGrpcServer, type GrpcServiceDefinition } from './grpc.ts';
+import { createServiceMetrics, watchDbPool, watchOutbox } from './metrics.ts';
+import { checkReadiness, type ReadinessChecks } from './readiness.ts';
+import type { Registry } from 'prom-client';
 
 // The one way a Pier service starts and stops. Every service's server.ts is a `wire`
 // function handed to startService; main.ts is runMain(start). Start-up that fails part way
@@ -56,6 +59,12 @@ export interface ServiceBaseConfig {
   PIER_IDENTITY_PUBLIC_KEY: string;
   PIER_BIND_HOST: string;
   PIER_LOG_LEVEL: string;
+  /** Published outbox rows older than this are deleted (default 3600). */
+  PIER_OUTBOX_RETENTION_SECONDS?: number;
+  /** Outbox rows published, and marked in one UPDATE, per batch (default 500). */
+  PIER_OUTBOX_PUBLISH_BATCH?: number;
+  /** Outbox rows deleted per DELETE when trimming (default 5000). */
+  PIER_OUTBOX_TRIM_BATCH?: number;
 }
 
 /** What the skeleton hands a service's wiring. */
@@ -66,6 +75,8 @@ export interface ServiceRuntime {
   verifier: IdentityVerifier;
   /** Already started; `relay.poke()` after a commit that wrote events publishes them now. */
   relay: OutboxRelay;
+  /** The registry GET /metrics serves: a service adds its own metrics to it. */
+  metrics: Registry;
   onStop(what: string, stop: () => unknown): void;
 }
 
@@ -75,6 +86,11 @@ export interface ServiceParts<Extra extends object> {
   upgrades?: UpgradeRoute[];
   /** Checks for GET /healthz beyond the database's own `select 1`. */
   health?: () => Promise<void>;
+  /**
+   * Dependencies GET /readyz checks beside the database and NATS, by the name it reports
+   * them under (`cluster`: a ping of the cluster's API).
+   */
+  checks?: ReadinessChecks;
   bodyLimit?: string;
   /** Longest silence on an event stream before a keep-alive comment (default 15 s). */
   keepAliveMs?: number;
@@ -97,7 +113,7 @@ export interface ServiceSpec<Extra extends object> {
   wire(rt: ServiceRuntime): Promise<ServiceParts<Extra>>;
 }
 
-/** config → database and migrations → identity → outbox relay → wiring → gRPC → background → HTTP. */
+/** config → database and migrations → identity → outbox relay → metrics → wiring → gRPC → background → HTTP (with /healthz, /readyz, /metrics). */
 export async function startService<Extra extends object = Record<never, never>>(spec: ServiceSpec<Extra>): Promise<RunningService & Extra> {
   const { config } = spec;
   const logger = createLogger(spec.name, config.PIER_LOG_LEVEL, spec.logDestination);
@@ -107,15 +123,26 @@ export async function startService<Extra extends object = Record<never, never>>(
     life.onStop('database pool', () => db.destroy());
     await migrate(db, spec.schema, spec.migrations);
     const verifier = await IdentityVerifier.fromJwk(config.PIER_IDENTITY_PUBLIC_KEY);
-    const relay = new OutboxRelay(db, spec.name, config.PIER_NATS_URL, logger);
+    const relay = new OutboxRelay(db, spec.name, config.PIER_NATS_URL, logger, {
+      retentionSeconds: config.PIER_OUTBOX_RETENTION_SECONDS,
+      publishBatch: config.PIER_OUTBOX_PUBLISH_BATCH,
+      trimBatch: config.PIER_OUTBOX_TRIM_BATCH,
+    });
     relay.start();
     life.onStop('outbox relay', () => relay.stop());
 
-    const parts = await spec.wire({ logger, db, verifier, relay, onStop: (what, stop) => life.onStop(what, stop) });
+    const metrics = createServiceMetrics(spec.name);
+    watchDbPool(metrics.registry, db);
+    watchOutbox(metrics.registry, () => relay.backlog());
+
+    const parts = await spec.wire({ logger, db, verifier, relay, metrics: metrics.registry, onStop: (what, stop) => life.onStop(what, stop) });
+    const checks: ReadinessChecks = { database: () => db.raw('select 1'), nats: () => relay.checkNats(), ...parts.checks };
 
     let grpcPort: number | undefined;
     if (parts.grpc) {
-      const grpc = await startGrpcServer(config.PIER_BIND_HOST, parts.grpc.port, parts.grpc.services);
+      const grpc = await startGrpcServer(config.PIER_BIND_HOST, parts.grpc.port, parts.grpc.services, (method, code, seconds) =>
+        metrics.observeGrpc(method, code, seconds),
+      );
       life.onStop('gRPC server', () => stopGrpcServer(grpc.server));
       grpcPort = grpc.port;
     }
@@ -135,6 +162,8 @@ export async function startService<Extra extends object = Record<never, never>>(
         await db.raw('select 1');
         await parts.health?.();
       },
+      ready: () => checkReadiness(checks),
+      metrics,
     });
     const { server, port } = await listen(app, spec.httpPort, config.PIER_BIND_HOST);
     life.onStop('HTTP server', () => close(server));

@@ -15,3 +15,4 @@ export * from './event-stream.ts';
 export * from './git-server.ts';
 export * from './s3-test-server.ts';
 export * from './edge-servers.ts';
+export * from './probes.ts';

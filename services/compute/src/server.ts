@@ -1,4 +1,6 @@
-import { KeyedMutex, startService, type RunningService } from '@pier/kit';
+import { KeyedMutex, latencyHistogram, startService, watchCounts, type RunningService } from '@pier/kit';
+import { SERVICE_STATUSES } from './domain/status.ts';
+import { servicesByStatus, unfinishedBuilds } from './store/status-counts.ts';
 import type { ComputeConfig } from './config.ts';
 import { migrations, SCHEMA } from './store/migrations.ts';
 import { KnexComputeStore } from './store/store.ts';
@@ -40,10 +42,30 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
     schema: SCHEMA,
     migrations,
     logDestination: options.logDestination,
-    async wire({ db, logger, relay, onStop }) {
+    async wire({ db, logger, relay, metrics, onStop }) {
+      watchCounts(metrics, {
+        name: 'pier_compute_services',
+        help: 'Services (not deleted) by status',
+        label: 'status',
+        known: SERVICE_STATUSES.filter((s) => s !== 'deleted'),
+        read: () => servicesByStatus(db),
+      });
+      watchCounts(metrics, {
+        name: 'pier_compute_builds',
+        help: 'Builds waiting (queued) or running',
+        label: 'status',
+        known: ['queued', 'running'],
+        read: () => unfinishedBuilds(db),
+      });
       const secrets = createSecretsPort(config);
       onStop('secrets client', () => secrets.close());
-      const cluster = createCluster(config, secrets.port, logger);
+      const clusterCalls = latencyHistogram(
+        metrics,
+        'pier_cluster_call_duration_seconds',
+        "Calls to the cluster's API (Docker engine or Kubernetes) by operation and outcome (ok, error), and how long they took",
+        ['operation', 'outcome'],
+      );
+      const cluster = createCluster(config, secrets.port, logger, (operation, outcome, seconds) => clusterCalls({ operation, outcome }, seconds));
       const edge = createEdge(config, db, logger);
       const ctx: ComputeContext = {
         store: new KnexComputeStore(db),
@@ -87,6 +109,7 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
             scanMs: config.PIER_COMPUTE_LOG_SCAN_MS,
           }),
         ],
+        checks: { cluster: () => cluster.ping() },
         keepAliveMs: config.PIER_COMPUTE_SSE_KEEPALIVE_MS,
         describe: { cluster: cluster.kind },
         extra: { runDiskBackupsDue: (now: Date) => diskBackups.runDue(now) },

@@ -1,6 +1,6 @@
 // The kubernetes adapter against the in-process fake of the Kubernetes API (@pier/kit/testing),
-// every object it sends validated against the Kubernetes schemas; then compute and the
-// secrets service both on that fake, through compute's HTTP API.
+// every object it sends validated against the Kubernetes schemas, its calls timed for
+// /metrics; then compute and the secrets service both on that fake, through compute's HTTP API.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,6 +11,7 @@ import { createLogger, generateIdentityKeys, IDENTITY_HEADER, secretObjectName, 
 import { createTestDatabase, FakeKubernetes, infra } from '@pier/testing';
 import type * as secrets from '@pier/secrets';
 import { KubernetesCluster } from '../src/cluster/kubernetes.ts';
+import { operationOf } from '../src/cluster/call-metrics.ts';
 import { desiredObjects, namespaceManifest, networkPolicyManifest } from '../src/cluster/kubernetes-manifests.ts';
 import type { ObserveTarget, WorkloadSpec } from '../src/domain/cluster-port.ts';
 import type { CreateServiceInput } from '../src/domain/service-config.ts';
@@ -202,6 +203,34 @@ describe('kubernetes adapter', () => {
     await expect(away.ping()).rejects.toBeInstanceOf(UnavailableError);
     await expect(away.apply(spec({ name: 'x' }))).rejects.toBeInstanceOf(UnavailableError);
     await expect(away.observeMany({ workspaceId, vpcId }, [])).rejects.toBeInstanceOf(UnavailableError);
+    await rm(path.dirname(file), { recursive: true, force: true });
+  });
+});
+
+describe('cluster call metrics', () => {
+  it('labels an operation without the object it names', () => {
+    expect(operationOf('apply Deployment/web-1f2e')).toBe('apply Deployment');
+    expect(operationOf('container create')).toBe('container create');
+  });
+
+  it('times each API call by operation and outcome', async () => {
+    const seen: { operation: string; outcome: string; seconds: number }[] = [];
+    const timed = KubernetesCluster.fromKubeconfig(kubeconfig, log, (operation, outcome, seconds) => seen.push({ operation, outcome, seconds }));
+    const vpc = randomUUID();
+    await timed.ping();
+    await timed.ensureVpc({ workspaceId, vpcId: vpc });
+    expect(seen[0]).toMatchObject({ operation: 'version', outcome: 'ok' });
+    expect(seen.map((s) => s.operation)).toContain('apply Namespace');
+    expect(seen.every((s) => s.outcome === 'ok' && s.seconds >= 0)).toBe(true);
+    expect(seen.some((s) => s.operation.includes(vpc) || s.operation.includes('/'))).toBe(false);
+
+    const closed = await new FakeKubernetes().start();
+    await closed.stop();
+    const file = await closed.writeKubeconfig(); // its port no longer answers
+    const failed: string[] = [];
+    const away = KubernetesCluster.fromKubeconfig(file, log, (operation, outcome) => failed.push(`${operation}:${outcome}`));
+    await expect(away.ping()).rejects.toBeInstanceOf(UnavailableError);
+    expect(failed).toEqual(['version:error']);
     await rm(path.dirname(file), { recursive: true, force: true });
   });
 });

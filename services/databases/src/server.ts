@@ -1,4 +1,6 @@
-import { KeyedMutex, startService, type RunningService } from '@pier/kit';
+import { KeyedMutex, startService, watchCounts, type RunningService } from '@pier/kit';
+import { STATUSES } from './domain/database.ts';
+import { databasesByStatus } from './store/status-counts.ts';
 import type { DatabasesConfig } from './config.ts';
 import { migrations, SCHEMA } from './store/migrations.ts';
 import { KnexDatabasesStore } from './store/knex-store.ts';
@@ -31,7 +33,14 @@ export function start(config: DatabasesConfig, options: StartOptions = {}): Prom
     schema: SCHEMA,
     migrations,
     logDestination: options.logDestination,
-    async wire({ db, logger, relay, onStop }) {
+    async wire({ db, logger, relay, metrics, onStop }) {
+      watchCounts(metrics, {
+        name: 'pier_databases_databases',
+        help: 'Databases (not deleted) by status',
+        label: 'status',
+        known: STATUSES.filter((s) => s !== 'deleted'),
+        read: () => databasesByStatus(db),
+      });
       const store = new KnexDatabasesStore(db);
       const installation = await store.installationId();
       const cluster = options.cluster?.(installation) ?? createCluster(config, installation);
@@ -67,6 +76,7 @@ export function start(config: DatabasesConfig, options: StartOptions = {}): Prom
           new Reconciler(ctx, config.PIER_DATABASES_RECONCILE_INTERVAL_MS),
           new BackupScheduler(ctx, config.PIER_DATABASES_BACKUP_SCHEDULER_INTERVAL_MS),
         ],
+        checks: { cluster: () => cluster.ping() },
         describe: { cluster: cluster.capabilities.adapter, installation },
       };
     },

@@ -21,12 +21,22 @@ import { createUpstreamProxy, UPGRADE_DONE, type UpgradeRequest, type UpstreamPr
 import { OPENAPI_PATH } from './http/openapi.ts';
 import { takeAccessToken } from './http/access-token.ts';
 import { createFallbackApp } from './http/fallback-app.ts';
+import { addressKey, clientAddress, rateLimitHeaders, setRateLimitHeaders, tokenKey, type RateDecision, type RateLimiter } from './http/rate-limit.ts';
 
 export interface GatewayDeps {
   logger: Logger;
   auth: AuthClient;
   /** Base URL of each routed service; a service that is absent is not routed. */
   upstreams: Map<Upstream, string>;
+  limits: RateLimits;
+}
+
+/** Buckets per bearer token and, for requests without a token that auth accepted, per source address. */
+export interface RateLimits {
+  tokens: RateLimiter;
+  addresses: RateLimiter;
+  /** Reverse proxies in front of the gateway whose X-Forwarded-For entries are trusted. */
+  trustedHops: number;
 }
 
 export interface Gateway {
@@ -57,34 +67,52 @@ function pathOf(url: string | undefined): string {
  * per proxied request, as much as the whole proxying; see services/gateway/README.md.
  */
 export function createGateway(deps: GatewayDeps): Gateway {
-  const { logger, auth } = deps;
+  const { logger, auth, limits } = deps;
   const proxies = new Map<Upstream, UpstreamProxy>();
   for (const [name, target] of deps.upstreams) proxies.set(name, createUpstreamProxy(name, target, logger));
   const app = createFallbackApp(deps);
 
-  /** Answers with the JSON error body, as the kit's express error handler would. */
-  const fail = (res: http.ServerResponse, err: unknown): void => {
-    const known = err instanceof PierError ? err : new PierError('internal', 'internal error', 'internal');
-    const status = httpStatusOf[known.kind];
-    if (status >= 500 && known.kind !== 'unavailable') logger.error({ err, requestId: res.getHeader(REQUEST_ID_HEADER) }, 'unhandled error');
+  const writeError = (res: http.ServerResponse, status: number, body: Record<string, unknown>): void => {
     if (res.headersSent) {
       res.destroy();
       return;
     }
     res.statusCode = status;
     res.setHeader('content-type', 'application/json; charset=utf-8');
-    res.end(JSON.stringify(errorBody(known)));
+    res.end(JSON.stringify(body));
+  };
+
+  /** Answers with the JSON error body, as the kit's express error handler would. */
+  const fail = (res: http.ServerResponse, err: unknown): void => {
+    const known = err instanceof PierError ? err : new PierError('internal', 'internal error', 'internal');
+    const status = httpStatusOf[known.kind];
+    if (status >= 500 && known.kind !== 'unavailable') logger.error({ err, requestId: res.getHeader(REQUEST_ID_HEADER) }, 'unhandled error');
+    writeError(res, status, errorBody(known));
+  };
+
+  /** Sets the RateLimit-* fields; a refused request is answered 429 here and false returned. */
+  const admitted = (res: http.ServerResponse, d: RateDecision, whose: string): boolean => {
+    setRateLimitHeaders(res, d);
+    if (!d.allowed) writeError(res, 429, rateLimitedBody(d, whose));
+    return d.allowed;
   };
 
   const proxyRequest = async (req: http.IncomingMessage, res: http.ServerResponse, target: RouteTarget, path: string): Promise<void> => {
     const token = bearerToken(req.headers.authorization);
-    if (token === null) return fail(res, missingToken());
+    const address = addressKey(clientAddress(req, limits.trustedHops));
+    if (token === null) {
+      if (admitted(res, limits.addresses.take(address), ADDRESS)) fail(res, missingToken());
+      return;
+    }
+    const charge = chargeFirst(limits, token, address);
+    if (!admitted(res, charge.decision, charge.known ? TOKEN : ADDRESS)) return;
     let identity: string;
     try {
       identity = (await auth.authenticate(token, target.workspaceId, target.vpcId)).identity_token;
     } catch (err) {
       return fail(res, err);
     }
+    if (!charge.known && !admitted(res, moveToToken(limits, charge.key, address), TOKEN)) return;
     const proxy = proxies.get(target.upstream);
     if (!proxy) return fail(res, new NotFoundError(`no route for ${req.method} ${path}: the ${target.upstream} service is not deployed`, 'route_not_found'));
     // The bearer token stops here; services trust only the identity auth just signed.
@@ -114,6 +142,8 @@ export function createGateway(deps: GatewayDeps): Gateway {
     }
     const target = path === OPENAPI_PATH ? null : routeOf(path);
     if (target === null) {
+      // The one public /api/v1 path: it counts against the caller's address.
+      if (path === OPENAPI_PATH && !admitted(res, limits.addresses.take(addressKey(clientAddress(req, limits.trustedHops))), ADDRESS)) return;
       app(req as Request, res as Response);
       return;
     }
@@ -136,23 +166,36 @@ export function createGateway(deps: GatewayDeps): Gateway {
     const { token: queryToken, rest: query } = takeAccessToken(q === -1 ? '' : rawUrl.slice(q + 1));
     const done = (status: number) =>
       logger.info({ requestId, method: req.method, path, status, ms: Math.round((performance.now() - start) * 100) / 100, upgrade: true }, 'request');
-    const refuse = (err: PierError) => {
-      const status = httpStatusOf[err.kind];
-      writeSocketError(socket, status, errorBody(err), requestId);
+    // The session counts as one request, at its handshake.
+    let limited: RateDecision | undefined;
+    const answer = (status: number, body: Record<string, unknown>) => {
+      writeSocketError(socket, status, body, requestId, limited && rateLimitHeaders(limited));
       done(status);
     };
+    const refuse = (err: PierError) => answer(httpStatusOf[err.kind], errorBody(err));
     const token = queryToken ?? bearerToken(req.headers.authorization);
     const target = routeOf(path);
     if (!target) return refuse(new NotFoundError(`no route for ${req.method} ${path}`, 'route_not_found'));
-    if (!token) return refuse(missingToken());
+    const address = addressKey(clientAddress(req, limits.trustedHops));
+    if (!token) {
+      limited = limits.addresses.take(address);
+      return limited.allowed ? refuse(missingToken()) : answer(429, rateLimitedBody(limited, ADDRESS));
+    }
+    const charge = chargeFirst(limits, token, address);
+    limited = charge.decision;
+    if (!limited.allowed) return answer(429, rateLimitedBody(limited, charge.known ? TOKEN : ADDRESS));
     auth.authenticate(token, target.workspaceId, target.vpcId).then(
       (who) => {
+        if (!charge.known) {
+          limited = moveToToken(limits, charge.key, address);
+          if (!limited.allowed) return answer(429, rateLimitedBody(limited, TOKEN));
+        }
         const proxy = proxies.get(target.upstream);
         if (!proxy) return refuse(new NotFoundError(`no route for ${req.method} ${path}: the ${target.upstream} service is not deployed`, 'route_not_found'));
         req.url = query ? `${path}?${query}` : path;
         delete req.headers.authorization;
         req.headers[IDENTITY_HEADER] = who.identity_token;
-        (req as UpgradeRequest)[UPGRADE_DONE] = { answered: false, done };
+        (req as UpgradeRequest)[UPGRADE_DONE] = { answered: false, done, headers: rateLimitHeaders(limited!) };
         proxy.handle.upgrade(req, socket as never, head);
       },
       (err: unknown) => refuse(err instanceof PierError ? err : new PierError('internal', 'internal error', 'internal')),
@@ -166,4 +209,28 @@ export function createGateway(deps: GatewayDeps): Gateway {
       for (const p of proxies.values()) p.agent.destroy();
     },
   };
+}
+
+const TOKEN = 'this token';
+const ADDRESS = 'this address (requests without a valid token)';
+
+function rateLimitedBody(d: RateDecision, whose: string): Record<string, unknown> {
+  return { error: `rate limit exceeded for ${whose}: retry in ${d.retryAfter} s`, code: 'rate_limited' };
+}
+
+/**
+ * The charge made before auth answers. A token the gateway has already seen accepted has
+ * its own bucket and pays from it. Any other token pays from its source address's bucket:
+ * were every unknown token given a fresh bucket, guessing tokens would be unlimited.
+ */
+function chargeFirst(limits: RateLimits, token: string, address: string): { key: string; known: boolean; decision: RateDecision } {
+  const key = tokenKey(token);
+  const known = limits.tokens.has(key);
+  return { key, known, decision: known ? limits.tokens.take(key) : limits.addresses.take(address) };
+}
+
+/** Auth accepted a token that had no bucket: its request moves from the address's bucket to the token's. */
+function moveToToken(limits: RateLimits, key: string, address: string): RateDecision {
+  limits.addresses.refund(address);
+  return limits.tokens.take(key);
 }

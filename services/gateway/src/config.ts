@@ -3,6 +3,10 @@ import { loadConfig, logLevel, port } from '@pier/kit';
 
 const url = (name: string) => z.string().url({ message: `${name} must be an http:// URL` });
 // An empty variable means "not set": shells and compose files often export NAME= .
+const count = (name: string, unit: string, fallback: number) => {
+  const message = `${name} must be a whole number of ${unit}, at least 1`;
+  return z.coerce.number({ message }).int(message).min(1, message).max(100_000_000, `${name} must be at most 100000000`).default(fallback);
+};
 const optionalUrl = (name: string) => z.preprocess((v) => (v === '' ? undefined : v), url(name).optional());
 
 /**
@@ -19,6 +23,18 @@ export const gatewayEnv = z.object({
   PIER_COMPUTE_URL: optionalUrl('PIER_COMPUTE_URL'),
   PIER_DATABASES_URL: optionalUrl('PIER_DATABASES_URL'),
   PIER_SECRETS_URL: optionalUrl('PIER_SECRETS_URL'),
+  // Rate limits: a bucket per bearer token, and one per source address for requests
+  // without a token auth accepted. GitHub allows 5000 requests an hour per token, Heroku 4500.
+  PIER_RATE_LIMIT_TOKEN_PER_HOUR: count('PIER_RATE_LIMIT_TOKEN_PER_HOUR', 'requests per hour', 5000),
+  PIER_RATE_LIMIT_TOKEN_BURST: count('PIER_RATE_LIMIT_TOKEN_BURST', 'requests', 100),
+  PIER_RATE_LIMIT_ADDRESS_PER_HOUR: count('PIER_RATE_LIMIT_ADDRESS_PER_HOUR', 'requests per hour', 1000),
+  PIER_RATE_LIMIT_ADDRESS_BURST: count('PIER_RATE_LIMIT_ADDRESS_BURST', 'requests', 60),
+  PIER_TRUSTED_PROXY_HOPS: z.coerce
+    .number({ message: 'PIER_TRUSTED_PROXY_HOPS must be a whole number of proxies' })
+    .int('PIER_TRUSTED_PROXY_HOPS must be a whole number of proxies')
+    .min(0, 'PIER_TRUSTED_PROXY_HOPS must be 0 to 10')
+    .max(10, 'PIER_TRUSTED_PROXY_HOPS must be 0 to 10')
+    .default(0),
 });
 
 export type GatewayConfig = z.infer<typeof gatewayEnv>;

@@ -3,6 +3,7 @@ import type { GatewayConfig } from './config.ts';
 import { AuthClient } from './auth-client.ts';
 import { createGateway } from './app.ts';
 import type { Upstream } from './routing.ts';
+import { RateLimiter } from './http/rate-limit.ts';
 
 export interface GatewayOptions {
   /** Where log lines go (default stdout); tests capture the access log with it. */
@@ -25,7 +26,16 @@ export async function start(config: GatewayConfig, options: GatewayOptions = {})
     if (config.PIER_SECRETS_URL) upstreams.set('secrets', config.PIER_SECRETS_URL);
     const auth = new AuthClient(config.PIER_AUTH_GRPC_URL);
     life.onStop('auth client', () => auth.close());
-    const gateway = createGateway({ logger, auth, upstreams });
+    const limits = {
+      tokens: new RateLimiter({ perHour: config.PIER_RATE_LIMIT_TOKEN_PER_HOUR, burst: config.PIER_RATE_LIMIT_TOKEN_BURST }),
+      addresses: new RateLimiter({ perHour: config.PIER_RATE_LIMIT_ADDRESS_PER_HOUR, burst: config.PIER_RATE_LIMIT_ADDRESS_BURST }),
+      trustedHops: config.PIER_TRUSTED_PROXY_HOPS,
+    };
+    life.onStop('rate limiters', () => {
+      limits.tokens.close();
+      limits.addresses.close();
+    });
+    const gateway = createGateway({ logger, auth, upstreams, limits });
     life.onStop('upstream pools', () => gateway.close());
     const { server, port } = await listen(gateway.handle, config.PIER_GATEWAY_PORT, config.PIER_BIND_HOST);
     server.on('upgrade', gateway.upgrade);

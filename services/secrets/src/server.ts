@@ -44,6 +44,8 @@ export async function start(config: SecretsConfig, opts: StartOptions = {}): Pro
       return {
         routes: secretsRoutes(secrets, (vpcId) => records.countInVpc(vpcId)),
         grpc: { port: config.PIER_SECRETS_GRPC_PORT, services: [secretsGrpcService(secrets, caller)] },
+        // Through describeError: a store's failure may echo what it was sent.
+        checks: { store: () => store.ping().catch((err: unknown) => Promise.reject(new Error(store.describeError(err)))) },
         background: [reconciler],
         extra: { reconcile: () => reconciler.runOnce() },
         describe: { cluster: store.kind },

@@ -1,6 +1,7 @@
 import Docker from 'dockerode';
 import { UnavailableError } from '@pier/kit';
 import { WorkloadRejectedError } from '../domain/cluster-port.ts';
+import { observed, type ClusterCallObserver } from './call-metrics.ts';
 
 // The Engine API as compute's docker adapter and its cron scheduler both use it: every
 // call counted and its failure put in compute's terms.
@@ -33,16 +34,21 @@ export class DockerEngine {
   /** Engine API requests made so far (benchmarks read it; each observeMany reports its own). */
   calls = 0;
 
-  constructor(host: string | undefined, timeoutMs: number) {
+  constructor(
+    host: string | undefined,
+    timeoutMs: number,
+    /** Told of each call made through `call` (compute's /metrics). */
+    private readonly observe?: ClusterCallObserver,
+  ) {
     this.docker = new Docker(dockerOptions(host, timeoutMs));
   }
 
-  /** Every Engine API call goes through here: counted (also on `tally`, one operation's own count), and its failure translated. */
+  /** Every Engine API call goes through here: counted (also on `tally`, one operation's own count), timed, and its failure translated. */
   async call<T>(what: string, fn: () => Promise<T>, tally?: { calls: number }): Promise<T> {
     this.calls++;
     if (tally) tally.calls++;
     try {
-      return await fn();
+      return await observed(this.observe, what, fn);
     } catch (err) {
       throw dockerError(err, what);
     }

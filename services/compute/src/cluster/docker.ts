@@ -16,6 +16,7 @@ import { judge, MIN_READY_MS, type ReplicaUnit } from './replicas.ts';
 import { HealthProber } from './docker-health.ts';
 import { uptimeMs } from './docker-uptime.ts';
 import { DockerEngine } from './docker-engine.ts';
+import type { ClusterCallObserver } from './call-metrics.ts';
 import { CronScheduler } from './docker-cron.ts';
 import { KIND_SERVICE, LABEL, containerName, edgeAlias, volumeName, type DockerRole } from './docker-labels.ts';
 import type { Observation } from '../domain/status.ts';
@@ -38,6 +39,8 @@ export interface DockerClusterOptions {
   cronIntervalMs?: number;
   /** pier/volume-tools (deploy/images): hands a new disk to the service's user. */
   volumeToolsImage?: string;
+  /** Told of each Engine API call (compute's /metrics). */
+  observe?: ClusterCallObserver;
 }
 
 /** The exit code in a listing's Status (`Exited (137) 3 seconds ago`, `Restarting (1) ...`). */
@@ -54,7 +57,7 @@ export class DockerCluster implements ClusterPort {
   private cpus?: number;
 
   constructor(private readonly opts: DockerClusterOptions) {
-    this.engine = new DockerEngine(opts.host, opts.timeoutMs ?? 15_000);
+    this.engine = new DockerEngine(opts.host, opts.timeoutMs ?? 15_000, opts.observe);
     this.docker = this.engine.docker;
     this.cron = new CronScheduler(this.engine, opts.logger, opts.cronIntervalMs);
   }

@@ -11,15 +11,18 @@ import { DockerBuilder } from './docker-builds.ts';
 import { KubernetesBuilder } from './kubernetes-builds.ts';
 import { KubernetesCluster } from './kubernetes.ts';
 import { DockerEngine } from './docker-engine.ts';
+import type { ClusterCallObserver } from './call-metrics.ts';
 import { DockerShell } from './docker-exec.ts';
 import { KubernetesShell } from './kubernetes-exec.ts';
 import { kubeConfigFrom } from '@pier/kit/kubernetes';
 import { DockerLogSource } from './docker-logs.ts';
 import { KubernetesLogSource } from './kubernetes-logs.ts';
 
-export function createCluster(config: ComputeConfig, secrets: SecretsPort, logger: Logger): ClusterPort {
-  if (config.PIER_CLUSTER === 'kubernetes') return KubernetesCluster.fromKubeconfig(config.PIER_KUBECONFIG, logger);
+/** The cluster port; `observe` is told of each of its API calls (compute's /metrics). */
+export function createCluster(config: ComputeConfig, secrets: SecretsPort, logger: Logger, observe?: ClusterCallObserver): ClusterPort {
+  if (config.PIER_CLUSTER === 'kubernetes') return KubernetesCluster.fromKubeconfig(config.PIER_KUBECONFIG, logger, observe);
   return new DockerCluster({
+    observe,
     host: config.PIER_DOCKER_HOST,
     secrets,
     logger,

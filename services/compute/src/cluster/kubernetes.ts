@@ -1,5 +1,6 @@
 import { type KubeConfig, KubernetesObjectApi, PatchStrategy, VersionApi, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
 // Not re-exported by the package root; the generic object API serializes bodies through it.
+import { observed, type ClusterCallObserver } from './call-metrics.ts';
 import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
 import { UnavailableError, vpcNamespace, type Logger } from '@pier/kit';
 import { kubeConfigFrom, kubernetesApiConfiguration } from '@pier/kit/kubernetes';
@@ -147,6 +148,8 @@ export class KubernetesCluster implements ClusterPort {
     kc: KubeConfig,
     private readonly log: Logger,
     timeoutMs = 10_000,
+    /** Told of each API call made through `call` (compute's /metrics). */
+    private readonly observe?: ClusterCallObserver,
   ) {
     const configuration = kubernetesApiConfiguration(kc, timeoutMs);
     this.objects = new KubernetesObjectApi(configuration);
@@ -154,8 +157,8 @@ export class KubernetesCluster implements ClusterPort {
   }
 
   /** From a kubeconfig file, or else the in-cluster service account / $KUBECONFIG. */
-  static fromKubeconfig(path: string | undefined, log: Logger): KubernetesCluster {
-    return new KubernetesCluster(kubeConfigFrom(path), log);
+  static fromKubeconfig(path: string | undefined, log: Logger, observe?: ClusterCallObserver): KubernetesCluster {
+    return new KubernetesCluster(kubeConfigFrom(path), log, undefined, observe);
   }
 
   /** Nothing runs in the background: CronJobs and the Deployment controller live in the cluster. */
@@ -167,7 +170,7 @@ export class KubernetesCluster implements ClusterPort {
     this.calls++;
     if (tally) tally.calls++;
     try {
-      return await fn();
+      return await observed(this.observe, what, fn);
     } catch (err) {
       throw kubernetesError(err, what);
     }

@@ -6,7 +6,10 @@ import type { Upstream } from '../routing.ts';
 
 /** Set on an upgrade request by the gateway: told once the status the client got. */
 export const UPGRADE_DONE = Symbol('pier.upgradeDone');
-export type UpgradeRequest = http.IncomingMessage & { [UPGRADE_DONE]?: { answered: boolean; done(status: number): void } };
+export type UpgradeRequest = http.IncomingMessage & {
+  /** `headers` are added to the upstream's answer to the handshake (the RateLimit-* fields). */
+  [UPGRADE_DONE]?: { answered: boolean; done(status: number): void; headers?: readonly (readonly [string, string])[] };
+};
 
 export interface UpstreamProxy {
   name: Upstream;
@@ -71,6 +74,7 @@ export function createUpstreamProxy(name: Upstream, target: string, logger: Logg
       const hook = (req as UpgradeRequest)[UPGRADE_DONE];
       const answered = (res: http.IncomingMessage) => {
         if (typeof requestId === 'string') res.headers['x-request-id'] ??= requestId;
+        for (const [name, value] of hook?.headers ?? []) res.headers[name.toLowerCase()] ??= value;
         if (hook) {
           hook.answered = true;
           hook.done(res.statusCode ?? 101);

@@ -34,6 +34,10 @@ export class DockerSecretStore implements SecretStorePort {
     if (this.key.length !== 32) throw new Error('the secret store key must be 32 bytes (base64)');
   }
 
+  async ping(): Promise<void> {
+    await this.assertRootUsable();
+  }
+
   async observe(id: SecretObjectId): Promise<Observation> {
     const values = await this.read(id);
     return values ? { exists: true, keys: Object.keys(values).sort() } : { exists: false, keys: [] };

@@ -27,6 +27,11 @@ export class KubernetesSecretStore implements SecretStorePort {
     this.core = new CoreV1Api(kubernetesApiConfiguration(kc, timeoutMs));
   }
 
+  async ping(): Promise<void> {
+    // The cheapest call of the kind the store makes: one object at most.
+    await this.core.listSecretForAllNamespaces({ labelSelector: SELECTOR, limit: 1 });
+  }
+
   async observe(id: SecretObjectId): Promise<Observation> {
     const secret = await this.get(id);
     return secret ? { exists: true, keys: Object.keys(secret.data ?? {}).sort() } : { exists: false, keys: [] };

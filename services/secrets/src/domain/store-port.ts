@@ -26,6 +26,8 @@ export interface Observation {
 
 export interface SecretStorePort {
   readonly kind: 'docker' | 'kubernetes';
+  /** Answers when the store can be used (readiness); throws otherwise. */
+  ping(): Promise<void>;
   observe(id: SecretObjectId): Promise<Observation>;
   /** Creates or replaces the object with exactly these values. */
   apply(ref: SecretObjectRef, values: SecretValues): Promise<void>;
