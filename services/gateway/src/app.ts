@@ -29,6 +29,8 @@ export interface GatewayDeps {
   /** Base URL of each routed service; a service that is absent is not routed. */
   upstreams: Map<Upstream, string>;
   limits: RateLimits;
+  /** Longest silence from a service before the gateway gives up (504, or the response cut). */
+  upstreamTimeoutMs: number;
 }
 
 /** Buckets per bearer token and, for requests without a token that auth accepted, per source address. */
@@ -69,7 +71,7 @@ function pathOf(url: string | undefined): string {
 export function createGateway(deps: GatewayDeps): Gateway {
   const { logger, auth, limits } = deps;
   const proxies = new Map<Upstream, UpstreamProxy>();
-  for (const [name, target] of deps.upstreams) proxies.set(name, createUpstreamProxy(name, target, logger));
+  for (const [name, target] of deps.upstreams) proxies.set(name, createUpstreamProxy(name, target, logger, deps.upstreamTimeoutMs));
   const app = createFallbackApp(deps);
 
   const writeError = (res: http.ServerResponse, status: number, body: Record<string, unknown>): void => {

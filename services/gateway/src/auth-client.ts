@@ -8,8 +8,16 @@ export interface Authenticated {
   expires_in: number;
 }
 
-/** How long the gateway waits for auth before answering 503. */
-const DEADLINE_MS = 5000;
+/** Defaults of PIER_AUTH_TIMEOUT_MS and PIER_AUTH_RECONNECT_MAX_MS. */
+export const AUTH_TIMEOUT_MS = 750;
+export const AUTH_RECONNECT_MAX_MS = 1000;
+
+export interface AuthClientOptions {
+  /** How long one Authenticate may take before the gateway answers 503 (PIER_AUTH_TIMEOUT_MS). */
+  timeoutMs: number;
+  /** The longest wait between two attempts to reconnect to auth (PIER_AUTH_RECONNECT_MAX_MS). */
+  reconnectMaxMs: number;
+}
 
 /**
  * The gateway's one gRPC channel to auth. HTTP/2 multiplexes every request over it; the
@@ -20,7 +28,17 @@ export class AuthClient {
     Authenticate(req: unknown, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: Authenticated) => void): void;
   };
 
-  constructor(target: string) {
+  private readonly timeoutMs: number;
+
+  /**
+   * Calls never wait for the channel to become ready (the metadata's `waitForReady` is
+   * false, grpc-js's default): with auth unreachable the channel is in TRANSIENT_FAILURE and a call fails at
+   * once; a call made while a connection is being attempted waits at most `timeoutMs`.
+   * The reconnect backoff is capped at `reconnectMaxMs` (grpc-js: 1 s growing to 120 s),
+   * so the gateway notices auth's return on its own within about that long.
+   */
+  constructor(target: string, options: AuthClientOptions = { timeoutMs: AUTH_TIMEOUT_MS, reconnectMaxMs: AUTH_RECONNECT_MAX_MS }) {
+    this.timeoutMs = options.timeoutMs;
     const Ctor = clientConstructor('auth.proto', 'auth.v1', 'Auth');
     this.client = new Ctor(target, grpc.credentials.createInsecure(), {
       // At the server's default minimum ping interval, so auth never answers too_many_pings.
@@ -28,6 +46,8 @@ export class AuthClient {
       'grpc.keepalive_timeout_ms': 10_000,
       'grpc.client_idle_timeout_ms': 2_147_483_647,
       'grpc.enable_retries': 0,
+      'grpc.initial_reconnect_backoff_ms': Math.min(1000, options.reconnectMaxMs),
+      'grpc.max_reconnect_backoff_ms': options.reconnectMaxMs,
       // Channelz keeps per-call statistics for a debugging service nobody queries here.
       'grpc.enable_channelz': 0,
     }) as unknown as AuthClient['client'];
@@ -39,14 +59,19 @@ export class AuthClient {
    */
   authenticate(token: string, workspaceId: string, vpcId: string): Promise<Authenticated> {
     return new Promise((resolve, reject) => {
-      this.client.Authenticate({ token, workspace_id: workspaceId, vpc_id: vpcId }, new grpc.Metadata(), { deadline: Date.now() + DEADLINE_MS }, (err, res) => {
-        if (!err) return resolve(res);
-        const known = fromGrpcError(err);
-        // A transport failure's text names sockets and addresses; say what it means instead.
-        if (known.kind === 'unavailable' && known.code === 'upstream_unavailable') {
-          reject(new PierError('unavailable', 'auth service unavailable', 'upstream_unavailable'));
-        } else reject(known);
-      });
+      this.client.Authenticate(
+        { token, workspace_id: workspaceId, vpc_id: vpcId },
+        new grpc.Metadata(),
+        { deadline: Date.now() + this.timeoutMs },
+        (err, res) => {
+          if (!err) return resolve(res);
+          const known = fromGrpcError(err);
+          // A transport failure's text names sockets and addresses; say what it means instead.
+          if (known.kind === 'unavailable' && known.code === 'upstream_unavailable') {
+            reject(new PierError('unavailable', 'auth service unavailable', 'upstream_unavailable'));
+          } else reject(known);
+        },
+      );
     });
   }
 

@@ -1,11 +1,16 @@
 import { z } from 'zod';
 import { loadConfig, logLevel, port } from '@pier/kit';
+import { AUTH_RECONNECT_MAX_MS, AUTH_TIMEOUT_MS } from './auth-client.ts';
 
 const url = (name: string) => z.string().url({ message: `${name} must be an http:// URL` });
 // An empty variable means "not set": shells and compose files often export NAME= .
 const count = (name: string, unit: string, fallback: number) => {
   const message = `${name} must be a whole number of ${unit}, at least 1`;
   return z.coerce.number({ message }).int(message).min(1, message).max(100_000_000, `${name} must be at most 100000000`).default(fallback);
+};
+const millis = (name: string, min: number, max: number, fallback: number) => {
+  const message = `${name} must be a whole number of milliseconds, ${min} to ${max}`;
+  return z.coerce.number({ message }).int(message).min(min, message).max(max, message).default(fallback);
 };
 const optionalUrl = (name: string) => z.preprocess((v) => (v === '' ? undefined : v), url(name).optional());
 
@@ -29,6 +34,15 @@ export const gatewayEnv = z.object({
   PIER_RATE_LIMIT_TOKEN_BURST: count('PIER_RATE_LIMIT_TOKEN_BURST', 'requests', 100),
   PIER_RATE_LIMIT_ADDRESS_PER_HOUR: count('PIER_RATE_LIMIT_ADDRESS_PER_HOUR', 'requests per hour', 1000),
   PIER_RATE_LIMIT_ADDRESS_BURST: count('PIER_RATE_LIMIT_ADDRESS_BURST', 'requests', 60),
+  // Faults: how long auth and the services may take before the client is told so.
+  // Authenticate takes about a millisecond; a hung auth is a 503 within a second.
+  PIER_AUTH_TIMEOUT_MS: millis('PIER_AUTH_TIMEOUT_MS', 50, 60_000, AUTH_TIMEOUT_MS),
+  // After auth drops, the gRPC channel retries at most this far apart (grpc-js would back
+  // off up to 120 s): recovery comes at most about this long after auth is back.
+  PIER_AUTH_RECONNECT_MAX_MS: millis('PIER_AUTH_RECONNECT_MAX_MS', 100, 120_000, AUTH_RECONNECT_MAX_MS),
+  // Longest silence from a service (no byte of its answer): 504 before its headers, the
+  // response cut after them. Server-sent event streams and WebSockets are exempt.
+  PIER_UPSTREAM_TIMEOUT_MS: millis('PIER_UPSTREAM_TIMEOUT_MS', 100, 3_600_000, 30_000),
   PIER_TRUSTED_PROXY_HOPS: z.coerce
     .number({ message: 'PIER_TRUSTED_PROXY_HOPS must be a whole number of proxies' })
     .int('PIER_TRUSTED_PROXY_HOPS must be a whole number of proxies')

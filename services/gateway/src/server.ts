@@ -24,7 +24,7 @@ export async function start(config: GatewayConfig, options: GatewayOptions = {})
     if (config.PIER_COMPUTE_URL) upstreams.set('compute', config.PIER_COMPUTE_URL);
     if (config.PIER_DATABASES_URL) upstreams.set('databases', config.PIER_DATABASES_URL);
     if (config.PIER_SECRETS_URL) upstreams.set('secrets', config.PIER_SECRETS_URL);
-    const auth = new AuthClient(config.PIER_AUTH_GRPC_URL);
+    const auth = new AuthClient(config.PIER_AUTH_GRPC_URL, { timeoutMs: config.PIER_AUTH_TIMEOUT_MS, reconnectMaxMs: config.PIER_AUTH_RECONNECT_MAX_MS });
     life.onStop('auth client', () => auth.close());
     const limits = {
       tokens: new RateLimiter({ perHour: config.PIER_RATE_LIMIT_TOKEN_PER_HOUR, burst: config.PIER_RATE_LIMIT_TOKEN_BURST }),
@@ -35,7 +35,7 @@ export async function start(config: GatewayConfig, options: GatewayOptions = {})
       limits.tokens.close();
       limits.addresses.close();
     });
-    const gateway = createGateway({ logger, auth, upstreams, limits });
+    const gateway = createGateway({ logger, auth, upstreams, limits, upstreamTimeoutMs: config.PIER_UPSTREAM_TIMEOUT_MS });
     life.onStop('upstream pools', () => gateway.close());
     const { server, port } = await listen(gateway.handle, config.PIER_GATEWAY_PORT, config.PIER_BIND_HOST);
     server.on('upgrade', gateway.upgrade);

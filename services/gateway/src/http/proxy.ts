@@ -11,6 +11,10 @@ export type UpgradeRequest = http.IncomingMessage & {
   [UPGRADE_DONE]?: { answered: boolean; done(status: number): void; headers?: readonly (readonly [string, string])[] };
 };
 
+/** Set on a request whose upstream went silent for longer than the timeout. */
+const TIMED_OUT = Symbol('pier.upstreamTimedOut');
+type TimedRequest = http.IncomingMessage & { [TIMED_OUT]?: true };
+
 export interface UpstreamProxy {
   name: Upstream;
   target: string;
@@ -25,15 +29,29 @@ export interface UpstreamProxy {
  * http-proxy-middleware are ejected: they attach listeners to every request and log URLs
  * with their query strings, which may hold an `access_token`.
  */
-export function createUpstreamProxy(name: Upstream, target: string, logger: Logger): UpstreamProxy {
+export function createUpstreamProxy(name: Upstream, target: string, logger: Logger, timeoutMs: number): UpstreamProxy {
   // Keep-alive, and let idle sockets go before the services' 65 s keep-alive timeout so we
   // never reuse a socket the other side is closing.
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64, timeout: 30_000, scheduling: 'lifo' });
+  const unavailable = () => new PierError('unavailable', `${name} service unavailable`, 'upstream_unavailable');
   const errors: Plugin<http.IncomingMessage, http.ServerResponse> = (proxy) => {
+    // The upstream must send something at least every timeoutMs (an idle timeout on its
+    // socket, as nginx's proxy_read_timeout): silent before its headers is a 504, silent
+    // after them ends the client's response. Only plain HTTP: WebSocket upgrades never get
+    // here ('proxyReqWs'), and an event stream clears it on its headers (below).
+    proxy.on('proxyReq', (proxyReq, req, res) => {
+      proxyReq.setTimeout(timeoutMs, () => {
+        (req as TimedRequest)[TIMED_OUT] = true;
+        // After the headers the error handler is not told (the response already came):
+        // end the client's connection here so it sees the cut instead of waiting.
+        if (res.headersSent) res.destroy();
+        proxyReq.destroy(new Error('upstream timeout'));
+      });
+    });
     proxy.on('error', (err, req, res) => {
-      const unavailable = new PierError('unavailable', `${name} service unavailable`, 'upstream_unavailable');
+      const timedOut = (req as TimedRequest)[TIMED_OUT] === true;
       logger.warn(
-        { upstream: name, err: (err as NodeJS.ErrnoException).code ?? err.message, requestId: req.headers['x-request-id'] },
+        { upstream: name, err: timedOut ? 'timeout' : ((err as NodeJS.ErrnoException).code ?? err.message), requestId: req.headers['x-request-id'] },
         'upstream request failed',
       );
       if (res instanceof http.ServerResponse) {
@@ -41,9 +59,11 @@ export function createUpstreamProxy(name: Upstream, target: string, logger: Logg
           res.destroy();
           return;
         }
-        res.statusCode = 503;
+        res.statusCode = timedOut ? 504 : 503;
         res.setHeader('content-type', 'application/json; charset=utf-8');
-        res.end(JSON.stringify(errorBody(unavailable)));
+        res.end(
+          JSON.stringify(timedOut ? { error: `${name} service did not answer within ${timeoutMs} ms`, code: 'upstream_timeout' } : errorBody(unavailable())),
+        );
       } else {
         const hook = (req as UpgradeRequest)[UPGRADE_DONE];
         // After the handshake was answered the socket carries WebSocket frames: just close it.
@@ -51,7 +71,7 @@ export function createUpstreamProxy(name: Upstream, target: string, logger: Logg
           (res as Socket).destroy();
           return;
         }
-        writeSocketError(res as Socket, 503, errorBody(unavailable), String(req.headers['x-request-id'] ?? ''));
+        writeSocketError(res as Socket, 503, errorBody(unavailable()), String(req.headers['x-request-id'] ?? ''));
         if (hook) {
           hook.answered = true;
           hook.done(503);
@@ -62,6 +82,9 @@ export function createUpstreamProxy(name: Upstream, target: string, logger: Logg
     // response open.
     proxy.on('proxyRes', (proxyRes, _req, res) => {
       if (proxyRes.headers['content-length'] !== undefined) return;
+      // Server-sent events (log and build follows) are long-lived by design, with their
+      // own keep-alive comments: no idle timeout once the stream has started.
+      if (proxyRes.headers['content-type']?.startsWith('text/event-stream')) proxyRes.socket.setTimeout(0);
       res.once('close', () => {
         if (!res.writableEnded) proxyRes.destroy();
       });
