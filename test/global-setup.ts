@@ -11,7 +11,7 @@ import type { StartedTestContainer } from 'testcontainers';
 process.env.TESTCONTAINERS_RYUK_DISABLED ??= 'true';
 process.env.TESTCONTAINERS_HOST_OVERRIDE ??= '127.0.0.1';
 
-const PG_PASSWORD = 'pier-test';
+export const PG_PASSWORD = 'pier-test';
 
 export default async function setup(project: TestProject) {
   const started: StartedTestContainer[] = [];
@@ -45,26 +45,37 @@ function labels(): Record<string, string> {
 }
 
 async function startPostgres(started: StartedTestContainer[]): Promise<string> {
-  const { GenericContainer, Wait } = await testcontainers();
-  const image = process.env.PIER_TEST_POSTGRES_IMAGE ?? 'pier/postgres:15';
-  const container = await new GenericContainer(image)
-    .withEnvironment({ POSTGRES_PASSWORD: PG_PASSWORD })
-    .withExposedPorts(5432)
-    .withLabels(labels())
-    .withCommand(['postgres', '-c', 'shared_preload_libraries=pg_stat_statements'])
-    // The official image logs "ready" twice (a socket-only init server, then the real
-    // one), ours once, so one log line alone is not enough there. pg_isready over TCP
-    // inside the container is never answered by the init server and implies the port
-    // listens; it replaces Wait.forListeningPorts(), which would add three more
-    // `docker exec`s every 100 ms while initdb competes for the same 2 cores.
-    .withWaitStrategy(
-      Wait.forAll([Wait.forLogMessage(/database system is ready to accept connections/), Wait.forSuccessfulCommand('pg_isready -q -h 127.0.0.1 -p 5432')]),
-    )
-    .withStartupTimeout(60_000)
-    .start();
+  const container = await startPostgresContainer();
   started.push(container);
   const port = container.getMappedPort(5432);
   return `postgres://postgres:${PG_PASSWORD}@${container.getHost()}:${port}/postgres`;
+}
+
+/**
+ * A PostgreSQL container as the suite runs it, its superuser's password PG_PASSWORD.
+ * `hostPort` publishes it on that port of the host (a test that stops and starts it keeps
+ * the port); the engine picks one otherwise.
+ */
+export async function startPostgresContainer(hostPort?: number): Promise<StartedTestContainer> {
+  const { GenericContainer, Wait } = await testcontainers();
+  const image = process.env.PIER_TEST_POSTGRES_IMAGE ?? 'pier/postgres:15';
+  return (
+    new GenericContainer(image)
+      .withEnvironment({ POSTGRES_PASSWORD: PG_PASSWORD })
+      .withExposedPorts(hostPort === undefined ? 5432 : { container: 5432, host: hostPort })
+      .withLabels(labels())
+      .withCommand(['postgres', '-c', 'shared_preload_libraries=pg_stat_statements'])
+      // The official image logs "ready" twice (a socket-only init server, then the real
+      // one), ours once, so one log line alone is not enough there. pg_isready over TCP
+      // inside the container is never answered by the init server and implies the port
+      // listens; it replaces Wait.forListeningPorts(), which would add three more
+      // `docker exec`s every 100 ms while initdb competes for the same 2 cores.
+      .withWaitStrategy(
+        Wait.forAll([Wait.forLogMessage(/database system is ready to accept connections/), Wait.forSuccessfulCommand('pg_isready -q -h 127.0.0.1 -p 5432')]),
+      )
+      .withStartupTimeout(60_000)
+      .start()
+  );
 }
 
 async function startNats(started: StartedTestContainer[]): Promise<string> {

@@ -16,6 +16,10 @@ export function loadConfig<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEn
 export const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
 export const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info');
 
+/** Defaults of PIER_DATABASE_CONNECT_TIMEOUT_MS and PIER_DATABASE_ACQUIRE_TIMEOUT_MS (kit's createDb). */
+export const DATABASE_CONNECT_TIMEOUT_MS = 1500;
+export const DATABASE_ACQUIRE_TIMEOUT_MS = 10_000;
+
 /** Variables every Pier service reads. Services extend this with their own. */
 export const serviceEnv = z.object({
   PIER_DATABASE_URL: z.string().url({ message: "PIER_DATABASE_URL must be a postgres:// URL (the service role's own login)" }),
@@ -30,4 +34,16 @@ export const serviceEnv = z.object({
     .default(3600),
   PIER_OUTBOX_PUBLISH_BATCH: z.coerce.number().int().min(1, 'PIER_OUTBOX_PUBLISH_BATCH must be at least 1').max(10_000).default(500),
   PIER_OUTBOX_TRIM_BATCH: z.coerce.number().int().min(1, 'PIER_OUTBOX_TRIM_BATCH must be at least 1').max(100_000).default(5000),
+  PIER_DATABASE_CONNECT_TIMEOUT_MS: z.coerce
+    .number({ message: 'PIER_DATABASE_CONNECT_TIMEOUT_MS must be a number of milliseconds' })
+    .int()
+    .min(100, 'PIER_DATABASE_CONNECT_TIMEOUT_MS must be at least 100')
+    .max(60_000, 'PIER_DATABASE_CONNECT_TIMEOUT_MS must be at most 60000')
+    .default(DATABASE_CONNECT_TIMEOUT_MS),
+  PIER_DATABASE_ACQUIRE_TIMEOUT_MS: z.coerce
+    .number({ message: 'PIER_DATABASE_ACQUIRE_TIMEOUT_MS must be a number of milliseconds' })
+    .int()
+    .min(100, 'PIER_DATABASE_ACQUIRE_TIMEOUT_MS must be at least 100')
+    .max(600_000, 'PIER_DATABASE_ACQUIRE_TIMEOUT_MS must be at most 600000')
+    .default(DATABASE_ACQUIRE_TIMEOUT_MS),
 });

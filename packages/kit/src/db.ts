@@ -1,5 +1,6 @@
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
+import { DATABASE_ACQUIRE_TIMEOUT_MS, DATABASE_CONNECT_TIMEOUT_MS } from './config.ts';
 
 export type { Knex };
 
@@ -12,12 +13,30 @@ export interface Migration {
   down(db: Knex): Promise<void>;
 }
 
-/** A knex pool whose unqualified names resolve in the service's own schema. */
-export function createDb(url: string, schema: string, poolMax = 10): Knex {
+export interface DbTimeouts {
+  /** Longest a new connection may take to be established (PIER_DATABASE_CONNECT_TIMEOUT_MS). */
+  connectMs?: number;
+  /** Longest a query waits for a connection of the pool, busy or being made (PIER_DATABASE_ACQUIRE_TIMEOUT_MS). */
+  acquireMs?: number;
+}
+
+/**
+ * A knex pool whose unqualified names resolve in the service's own schema.
+ *
+ * With the database away, a query fails fast rather than waiting: a refused connection
+ * fails the query waiting for it at once (knex's `propagateCreateError`), and one that
+ * hangs is given up after `connectMs` (pg waits forever by default, knex's pool 60 s).
+ * Both surface as 503 `unavailable` through pgErrorOf. Dead connections are never handed
+ * out again: knex marks a connection that errored or ended (the server shut down) and its
+ * pool's validation discards it, so the pool refills with new connections once the
+ * database is back and the service recovers without a restart.
+ */
+export function createDb(url: string, schema: string, poolMax = 10, timeouts: DbTimeouts = {}): Knex {
   return knexFactory({
     client: 'pg',
-    connection: url,
+    connection: { connectionString: url, connectionTimeoutMillis: timeouts.connectMs ?? DATABASE_CONNECT_TIMEOUT_MS },
     searchPath: [schema],
+    acquireConnectionTimeout: timeouts.acquireMs ?? DATABASE_ACQUIRE_TIMEOUT_MS,
     pool: { min: 0, max: poolMax },
   });
 }

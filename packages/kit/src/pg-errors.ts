@@ -29,8 +29,9 @@ export function pgErrorOf(err: unknown, messages: PgErrorMessages = {}): PierErr
   const code = e?.code;
   const message = typeof e?.message === 'string' ? e.message : '';
   if (typeof code === 'string' && UNREACHABLE_CODES.has(code)) return unavailable();
-  // knex's pool gives up waiting for a connection the database never grants.
-  if (e?.name === 'KnexTimeoutError' || /Connection terminated|timeout exceeded when trying to connect/i.test(message)) return unavailable();
+  // knex's pool gives up waiting for a connection the database never grants; pg gives up
+  // on a connection not established within its connectionTimeoutMillis ("timeout expired").
+  if (e?.name === 'KnexTimeoutError' || /Connection terminated|timeout exceeded when trying to connect|^timeout expired$/i.test(message)) return unavailable();
   if (!isSqlState(code)) return undefined;
   if (code.startsWith('08') || UNAVAILABLE_SQLSTATES.has(code)) return unavailable();
   if (code === '23505') return new ConflictError(messages.unique ?? 'a record with these values already exists', 'already_exists');

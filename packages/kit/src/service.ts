@@ -65,6 +65,10 @@ export interface ServiceBaseConfig {
   PIER_OUTBOX_PUBLISH_BATCH?: number;
   /** Outbox rows deleted per DELETE when trimming (default 5000). */
   PIER_OUTBOX_TRIM_BATCH?: number;
+  /** Longest a new database connection may take; then the request is 503 `unavailable` (default 1500). */
+  PIER_DATABASE_CONNECT_TIMEOUT_MS?: number;
+  /** Longest a query waits for a pooled connection (default 10000). */
+  PIER_DATABASE_ACQUIRE_TIMEOUT_MS?: number;
 }
 
 /** What the skeleton hands a service's wiring. */
@@ -119,7 +123,10 @@ export async function startService<Extra extends object = Record<never, never>>(
   const logger = createLogger(spec.name, config.PIER_LOG_LEVEL, spec.logDestination);
   const life = new Lifecycle(logger);
   try {
-    const db = createDb(config.PIER_DATABASE_URL, spec.schema);
+    const db = createDb(config.PIER_DATABASE_URL, spec.schema, undefined, {
+      connectMs: config.PIER_DATABASE_CONNECT_TIMEOUT_MS,
+      acquireMs: config.PIER_DATABASE_ACQUIRE_TIMEOUT_MS,
+    });
     life.onStop('database pool', () => db.destroy());
     await migrate(db, spec.schema, spec.migrations);
     const verifier = await IdentityVerifier.fromJwk(config.PIER_IDENTITY_PUBLIC_KEY);

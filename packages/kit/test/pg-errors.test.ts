@@ -1,4 +1,5 @@
 // What each PostgreSQL failure becomes, produced by the real server rather than described.
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, freePort, infra, type TestDatabase } from '@pier/testing';
 import { createDb, pgErrorOf, translatePgError, type PierError, type Knex } from '../src/index.ts';
@@ -75,6 +76,28 @@ describe('pgErrorOf', () => {
       expect(pgErrorOf(err)).toMatchObject({ kind: 'unavailable', code: 'unavailable' });
     } finally {
       await away.destroy();
+    }
+  });
+
+  it('gives up on a database that accepts but never answers after the connect timeout: 503 unavailable', async () => {
+    // A black hole: the TCP connection is accepted, the start-up message never answered.
+    const sockets = new Set<net.Socket>();
+    const hole = net.createServer((s) => sockets.add(s));
+    await new Promise<void>((r) => hole.listen(0, '127.0.0.1', () => r()));
+    const url = new URL(t.urls.compute);
+    url.port = String((hole.address() as net.AddressInfo).port);
+    const away = createDb(url.toString(), 'compute', 10, { connectMs: 300 });
+    try {
+      const started = performance.now();
+      const err = await failure(() => away.raw('select 1'));
+      const ms = performance.now() - started;
+      expect(pgErrorOf(err)).toMatchObject({ kind: 'unavailable', code: 'unavailable' });
+      expect(ms).toBeGreaterThanOrEqual(250);
+      expect(ms).toBeLessThan(2000);
+    } finally {
+      await away.destroy();
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => hole.close(r));
     }
   });
 

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
+import { Transform } from 'node:stream';
 
 /** A stream server to relay to: a TCP port, or a unix socket. */
 export type LinkTarget = { host: string; port: number } | { path: string };
@@ -17,6 +18,12 @@ export interface SocketLink {
   up(): Promise<void>;
   /** Cuts every open connection and stops listening: the dependency is gone until `up()`. */
   down(): Promise<void>;
+  /**
+   * Arms a trip: the first client bytes that match `pattern` (an HTTP request line, say)
+   * are not relayed; the link goes down instead, in the middle of the client's work.
+   * Resolves once it has.
+   */
+  cutOn(pattern: RegExp): Promise<void>;
 }
 
 /**
@@ -30,7 +37,8 @@ export function socketLink(target: LinkTarget): SocketLink {
   const sockets = new Set<net.Socket>();
   let server: net.Server | undefined;
   let port = 0;
-  return {
+  let trip: { pattern: RegExp; fired: () => void } | undefined;
+  const link: SocketLink = {
     get address() {
       return socketPath ?? `127.0.0.1:${port}`;
     },
@@ -39,7 +47,18 @@ export function socketLink(target: LinkTarget): SocketLink {
       server = net.createServer((client) => {
         const upstream = 'path' in target ? net.connect(target.path) : net.connect(target.port, target.host);
         sockets.add(client).add(upstream);
-        client.pipe(upstream).pipe(client);
+        const watch = new Transform({
+          transform(chunk: Buffer, _enc, done) {
+            const armed = trip;
+            if (armed && armed.pattern.test(chunk.toString('latin1'))) {
+              trip = undefined;
+              void link.down().then(armed.fired);
+              return done();
+            }
+            done(null, chunk);
+          },
+        });
+        client.pipe(watch).pipe(upstream).pipe(client);
         const drop = () => {
           client.destroy();
           upstream.destroy();
@@ -57,5 +76,9 @@ export function socketLink(target: LinkTarget): SocketLink {
       server = undefined;
       if (socketPath) await rm(socketPath, { force: true });
     },
+    cutOn(pattern) {
+      return new Promise<void>((fired) => (trip = { pattern, fired }));
+    },
   };
+  return link;
 }

@@ -1,4 +1,4 @@
-import { PierError, serviceDefinition, unary, UnavailableError, type Logger } from '@pier/kit';
+import { PierError, pgErrorOf, serviceDefinition, unary, type Logger } from '@pier/kit';
 import type { AuthenticateRequest, AuthenticateResponse, Authenticator } from '../domain/authenticate.ts';
 import type { VpcLookup } from '../domain/vpcs.ts';
 
@@ -11,10 +11,10 @@ export function authGrpcService(authenticator: Authenticator, vpcs: VpcLookup, l
         return await fn(req);
       } catch (err) {
         if (err instanceof PierError) throw err;
-        // The database being away is a reason to answer "try again" (503), not "broken".
+        // The database being away is a reason to answer "try again" (503 `unavailable`, as
+        // every service answers then, through kit's one table), not "broken".
         log.error({ err }, `${what} failed`);
-        if (isConnectionFailure(err)) throw new UnavailableError('authentication is temporarily unavailable', 'auth_unavailable');
-        throw err;
+        throw pgErrorOf(err) ?? err;
       }
     };
   return {
@@ -28,13 +28,4 @@ export function authGrpcService(authenticator: Authenticator, vpcs: VpcLookup, l
       ),
     },
   };
-}
-
-function isConnectionFailure(err: unknown): boolean {
-  const e = err as { code?: string; name?: string; message?: string };
-  return (
-    e?.name === 'KnexTimeoutError' ||
-    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', '57P01', '57P03', '08006', '08001', '08003'].includes(e?.code ?? '') ||
-    /Connection terminated/i.test(e?.message ?? '')
-  );
 }

@@ -9,10 +9,11 @@ import {
   type ObserveResult,
   type ObserveTarget,
   type VpcScope,
+  type Workload,
   type WorkloadRef,
   type WorkloadSpec,
 } from '../domain/cluster-port.ts';
-import { judge, MIN_READY_MS, type ReplicaUnit } from './replicas.ts';
+import { groupWorkloads, judge, MIN_READY_MS, type ReplicaUnit } from './replicas.ts';
 import { HealthProber } from './docker-health.ts';
 import { uptimeMs } from './docker-uptime.ts';
 import { DockerEngine } from './docker-engine.ts';
@@ -148,6 +149,20 @@ export class DockerCluster implements ClusterPort {
       }),
     );
     return { observations, calls: tally.calls };
+  }
+
+  async workloads(scope: VpcScope): Promise<Workload[]> {
+    const containers = await this.call('container list', () =>
+      this.docker.listContainers({
+        all: true,
+        filters: JSON.stringify({ label: [`${LABEL.managed}=true`, `${LABEL.kind}=${KIND_SERVICE}`, `${LABEL.vpc}=${scope.vpcId}`] }),
+      }),
+    );
+    return groupWorkloads(
+      scope,
+      containers.map((c) => c.Labels),
+      { service: LABEL.service, name: LABEL.serviceName, deployment: LABEL.deployment },
+    );
   }
 
   async delete(ref: WorkloadRef): Promise<void> {

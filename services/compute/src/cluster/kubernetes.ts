@@ -10,10 +10,11 @@ import {
   type ObserveResult,
   type ObserveTarget,
   type VpcScope,
+  type Workload,
   type WorkloadRef,
   type WorkloadSpec,
 } from '../domain/cluster-port.ts';
-import { judge, MIN_READY_MS, type ReplicaUnit } from './replicas.ts';
+import { groupWorkloads, judge, MIN_READY_MS, type ReplicaUnit } from './replicas.ts';
 import { K8S_LABEL, POD_SELECTOR, desiredObjects, namespaceManifest, networkPolicyManifest, ownedObjects, type Manifest } from './kubernetes-manifests.ts';
 import type { Observation } from '../domain/status.ts';
 
@@ -232,6 +233,17 @@ export class KubernetesCluster implements ClusterPort {
       observations.set(t.serviceId, judge(t, byService.get(t.serviceId) ?? [], { missingIsFailure: false, cronNeedsTemplate: false }));
     }
     return { observations, calls: tally.calls };
+  }
+
+  async workloads(scope: VpcScope): Promise<Workload[]> {
+    const list = await this.call('list pods', () =>
+      this.objects.list<V1Pod>('v1', 'Pod', vpcNamespace(scope.vpcId), undefined, undefined, undefined, undefined, POD_SELECTOR),
+    );
+    return groupWorkloads(
+      scope,
+      list.items.map((p) => p.metadata?.labels ?? {}),
+      { service: K8S_LABEL.service, name: K8S_LABEL.name, deployment: K8S_LABEL.deployment },
+    );
   }
 
   async delete(ref: WorkloadRef): Promise<void> {

@@ -1,7 +1,7 @@
 // Both adapters read a service's state from its smallest running units — Docker
 // containers, Kubernetes pods — and judge them by the same rules, here.
 import type { Observation } from '../domain/status.ts';
-import type { ObserveTarget } from '../domain/cluster-port.ts';
+import type { ObserveTarget, VpcScope, Workload } from '../domain/cluster-port.ts';
 
 /**
  * A replica with no health probe counts as ready once it has kept running this long, so
@@ -58,4 +58,18 @@ export function judge(target: ObserveTarget, all: ReplicaUnit[], opts: JudgeOpti
   }
   const waiting = replicas.find((u) => u.state === 'pending' && u.message);
   return { phase: 'progressing', readyReplicas: ready, message: waiting?.message ?? null };
+}
+
+/** The services of one VPC the cluster runs something of, from the labels of their containers or pods. */
+export function groupWorkloads(scope: VpcScope, labelSets: Record<string, string>[], keys: { service: string; name: string; deployment: string }): Workload[] {
+  const byService = new Map<string, Workload>();
+  for (const labels of labelSets) {
+    const serviceId = labels[keys.service];
+    if (!serviceId) continue;
+    const w =
+      byService.get(serviceId) ?? byService.set(serviceId, { ...scope, serviceId, serviceName: labels[keys.name] ?? '', deploymentIds: [] }).get(serviceId)!;
+    const deployment = labels[keys.deployment];
+    if (deployment && !w.deploymentIds.includes(deployment)) w.deploymentIds.push(deployment);
+  }
+  return [...byService.values()];
 }

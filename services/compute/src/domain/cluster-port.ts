@@ -50,6 +50,11 @@ export interface ObserveResult {
   calls: number;
 }
 
+/** What the cluster runs of one service: the deployments its replicas (or pods) belong to. */
+export interface Workload extends WorkloadRef {
+  deploymentIds: string[];
+}
+
 export interface ClusterPort {
   readonly kind: 'docker' | 'kubernetes';
   /** Answers when the cluster's API does; UnavailableError otherwise. */
@@ -60,6 +65,8 @@ export interface ClusterPort {
   apply(spec: WorkloadSpec): Promise<void>;
   /** Live state of every target in one VPC, in a constant number of API calls whatever the count. */
   observeMany(scope: VpcScope, targets: ObserveTarget[]): Promise<ObserveResult>;
+  /** Every service the cluster runs something of in one VPC, in one API call (the reconciler's sweep). */
+  workloads(scope: VpcScope): Promise<Workload[]>;
   /** Removes everything of the service, its volume included. Removing what is not there succeeds. */
   delete(ref: WorkloadRef): Promise<void>;
   /** Background work the adapter owns (the docker adapter's cron scheduler); may do nothing. */

@@ -42,6 +42,8 @@ export interface ComputeStore {
   compareAndSetStatus(id: string, from: ServiceStatus, to: ServiceStatus, message: string | null): Promise<boolean>;
   servicesInStatus(statuses: ServiceStatus[]): Promise<Service[]>;
   unprovisionedServices(createdBefore: Date): Promise<Service[]>;
+  /** Every VPC with a service row, deleted ones included (where the sweep looks). */
+  serviceVpcs(): Promise<{ workspaceId: string; vpcId: string }[]>;
 
   insertDeployment(row: NewDeployment): Promise<Deployment>;
   findDeployment(serviceId: string, id: string): Promise<Deployment | undefined>;

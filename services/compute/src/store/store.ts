@@ -96,6 +96,11 @@ export class KnexComputeStore implements ComputeStore {
     return rows.map(serviceRow);
   }
 
+  async serviceVpcs(): Promise<{ workspaceId: string; vpcId: string }[]> {
+    const rows: { workspace_id: string; vpc_id: string }[] = await this.db('services').distinct('workspace_id', 'vpc_id');
+    return rows.map((r) => ({ workspaceId: r.workspace_id, vpcId: r.vpc_id }));
+  }
+
   async unprovisionedServices(createdBefore: Date): Promise<Service[]> {
     const rows = await this.db('services').where({ provisioned: false }).where('created_at', '<', createdBefore);
     return rows.map(serviceRow);
