@@ -79,18 +79,25 @@ export async function startPostgresContainer(hostPort?: number): Promise<Started
 }
 
 async function startNats(started: StartedTestContainer[]): Promise<string> {
-  const { GenericContainer, Wait } = await testcontainers();
-  const image = process.env.PIER_TEST_NATS_IMAGE ?? 'pier/nats:2';
-  const container = await new GenericContainer(image)
-    .withExposedPorts(4222)
-    .withLabels(labels())
-    // Our image always enables JetStream; the official one needs `-js` as its command.
-    .withCommand(['-js'])
-    // The official nats image is FROM scratch: no shell for the in-container port
-    // check, so it gets the log line instead.
-    .withWaitStrategy(image.startsWith('pier/') ? Wait.forListeningPorts() : Wait.forLogMessage(/Server is ready/))
-    .withStartupTimeout(60_000)
-    .start();
+  const container = await startNatsContainer();
   started.push(container);
   return `nats://${container.getHost()}:${container.getMappedPort(4222)}`;
+}
+
+/** A NATS (JetStream) container as the suite runs it; its client port is 4222. */
+export async function startNatsContainer(): Promise<StartedTestContainer> {
+  const { GenericContainer, Wait } = await testcontainers();
+  const image = process.env.PIER_TEST_NATS_IMAGE ?? 'pier/nats:2';
+  return (
+    new GenericContainer(image)
+      .withExposedPorts(4222)
+      .withLabels(labels())
+      // Our image always enables JetStream; the official one needs `-js` as its command.
+      .withCommand(['-js'])
+      // The official nats image is FROM scratch: no shell for the in-container port
+      // check, so it gets the log line instead.
+      .withWaitStrategy(image.startsWith('pier/') ? Wait.forListeningPorts() : Wait.forLogMessage(/Server is ready/))
+      .withStartupTimeout(60_000)
+      .start()
+  );
 }

@@ -38,6 +38,7 @@ const childOptions = {
 const num = (name: string, fallback: number) => Number(env[name] || fallback);
 const ports = {
   gateway: num('PIER_GATEWAY_PORT', 7100),
+  gatewayMetrics: num('PIER_GATEWAY_METRICS_PORT', 7109),
   authHttp: num('PIER_AUTH_HTTP_PORT', 7101),
   authGrpc: num('PIER_AUTH_GRPC_PORT', 7111),
   compute: num('PIER_COMPUTE_HTTP_PORT', 7102),
@@ -68,7 +69,7 @@ async function checkPorts(wanted: [string, number][]): Promise<void> {
   if (busy.length) {
     throw new MissingDependency(
       `these ports are already in use (is Pier already running?):\n${busy.join('\n')}\n` +
-        'stop what holds them, or choose others with PIER_GATEWAY_PORT, PIER_AUTH_HTTP_PORT, PIER_AUTH_GRPC_PORT, PIER_COMPUTE_HTTP_PORT, ' +
+        'stop what holds them, or choose others with PIER_GATEWAY_PORT, PIER_GATEWAY_METRICS_PORT, PIER_AUTH_HTTP_PORT, PIER_AUTH_GRPC_PORT, PIER_COMPUTE_HTTP_PORT, ' +
         'PIER_DATABASES_HTTP_PORT, PIER_SECRETS_HTTP_PORT, PIER_SECRETS_GRPC_PORT, PIER_POSTGRES_PORT, PIER_LOCAL_NATS_PORT',
     );
   }
@@ -88,6 +89,7 @@ async function main(): Promise<void> {
 
   await checkPorts([
     ['gateway', ports.gateway],
+    ['gateway metrics', ports.gatewayMetrics],
     ['auth http', ports.authHttp],
     ['auth grpc', ports.authGrpc],
     ['compute', ports.compute],
@@ -198,6 +200,7 @@ async function main(): Promise<void> {
     {
       ...env,
       PIER_GATEWAY_PORT: String(ports.gateway),
+      PIER_GATEWAY_METRICS_PORT: String(ports.gatewayMetrics),
       PIER_BIND_HOST: host,
       PIER_AUTH_GRPC_URL: `127.0.0.1:${ports.authGrpc}`,
       PIER_AUTH_URL: urls.auth,

@@ -40,7 +40,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function startFaultyUpstream(): Promise<string> {
   upstream = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
-    reached.push(url.pathname);
+    // The gateway's readiness check asks /healthz: not a proxied request.
+    if (url.pathname !== '/healthz') reached.push(url.pathname);
     const last = url.pathname.slice(url.pathname.lastIndexOf('/') + 1);
     if (last === 'hang') return; // accepts the request and never answers
     if (last === 'stall') {
@@ -131,6 +132,10 @@ describe('auth down', () => {
     }
     // Nothing the gateway could not authenticate went on.
     expect(reached.length).toBe(reachedBefore);
+    // Its readiness (internal port) says why.
+    const notReady = await fetch(`${p.serviceUrls.gatewayMetrics}/readyz`);
+    expect(notReady.status).toBe(503);
+    expect(((await notReady.json()) as { checks: { auth: { ok: boolean } } }).checks.auth.ok).toBe(false);
 
     await link.up();
     const start = performance.now();
@@ -146,6 +151,7 @@ describe('auth down', () => {
     expect(reached.length).toBe(reachedBefore + 1);
     const keys = await owner.get(`/api/v1/workspaces/${ws}/api-keys`);
     expect(keys.body.items.map((k: { name: string }) => k.name)).not.toContain('while-auth-down');
+    expect((await fetch(`${p.serviceUrls.gatewayMetrics}/readyz`)).status).toBe(200);
     console.info(
       `auth down: 503 in ${Math.min(...latencies).toFixed(1)}–${Math.max(...latencies).toFixed(1)} ms over ${latencies.length} requests; ` +
         `recovered ${recoveryMs.toFixed(0)} ms after auth came back`,

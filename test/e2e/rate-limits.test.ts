@@ -5,6 +5,7 @@
 // hop, so each test speaks from its own X-Forwarded-For address.
 import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPierClient, unwrap } from '@pier/sdk';
 import { startPlatform, type ApiResponse, type Platform } from '../support/platform.ts';
 
 let p: Platform;
@@ -25,7 +26,7 @@ beforeAll(async () => {
   });
   ws = p.bootstrap.workspaceId;
   const owner = p.api(p.bootstrap.token);
-  for (const name of ['a', 'b', 'c']) {
+  for (const name of ['a', 'b', 'c', 'sdk']) {
     const res = await owner.post(`/api/v1/workspaces/${ws}/api-keys`, { name }, { headers: { 'x-forwarded-for': '192.0.2.1' } });
     expect(res.status).toBe(201);
     keys.push(res.body.key);
@@ -97,6 +98,23 @@ describe('per token', () => {
 });
 
 describe('per address, before authentication', () => {
+  it('the SDK waits out a 429 by its Retry-After instead of failing', async () => {
+    let refused = 0;
+    const counting: typeof fetch = async (input, init) => {
+      const res = await fetch(input, init);
+      if (res.status === 429) refused++;
+      return res;
+    };
+    const sdk = createPierClient({ baseUrl: p.gatewayUrl, token: keys[3], fetch: counting });
+    const started = Date.now();
+    // Twice the burst: the second half waits for the bucket (one request a second).
+    for (let i = 0; i < 10; i++) {
+      await unwrap(sdk.GET('/api/v1/workspaces/{workspaceID}/api-keys', { params: { path: { workspaceID: ws } } }));
+    }
+    expect(refused).toBeGreaterThan(0);
+    expect(Date.now() - started).toBeGreaterThan(3000);
+  }, 30_000);
+
   it('requests without a token count against the address, and only that address', async () => {
     const anonymous = p.api();
     const seen = await exhaust(() => anonymous.get(`/api/v1/workspaces/${ws}/api-keys`, from('203.0.113.7')));

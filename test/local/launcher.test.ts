@@ -15,6 +15,7 @@ import { which } from '../../deploy/local/which.ts';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const PORT_VARS = [
   'PIER_GATEWAY_PORT',
+  'PIER_GATEWAY_METRICS_PORT',
   'PIER_AUTH_HTTP_PORT',
   'PIER_AUTH_GRPC_PORT',
   'PIER_COMPUTE_HTTP_PORT',

@@ -45,7 +45,16 @@ export interface Platform {
   /** What auth's first start created, read back from the files it wrote. */
   bootstrap: { token: string; workspaceId: string; vpcId: string; configDir: string; email: string };
   /** Where each started service listens (`authGrpc`, `secretsGrpc` are host:port). */
-  serviceUrls: { auth: string; authGrpc: string; compute?: string; databases?: string; secrets?: string; secretsGrpc?: string };
+  serviceUrls: {
+    auth: string;
+    authGrpc: string;
+    compute?: string;
+    databases?: string;
+    secrets?: string;
+    secretsGrpc?: string;
+    /** The gateway's internal port: /metrics, /healthz, /readyz. */
+    gatewayMetrics?: string;
+  };
   /** Compute's own Ed25519 key pair (it signs its calls to secrets; secrets trusts its public key). */
   computeKeys: { privateJwk: string; publicJwk: string };
   /** The identity key pair (Ed25519 JWKs as JSON): sign identity tokens to call a service directly. */
@@ -170,6 +179,7 @@ export async function startPlatformAt(opts: PlatformOptions): Promise<Platform> 
       gateway.readConfig(
         clean({
           PIER_GATEWAY_PORT: String(gatewayPort),
+          PIER_GATEWAY_METRICS_PORT: '0',
           PIER_BIND_HOST: '127.0.0.1',
           PIER_LOG_LEVEL: opts.gatewayLog ? 'info' : level,
           PIER_AUTH_GRPC_URL: serviceUrls.authGrpc,
@@ -189,6 +199,7 @@ export async function startPlatformAt(opts: PlatformOptions): Promise<Platform> 
       { logDestination: opts.gatewayLog },
     );
     started.push(g);
+    serviceUrls.gatewayMetrics = url(g.metricsPort);
 
     // Bootstrap is read back from the files auth wrote: that is what the CLI sees, too.
     const credentials = JSON.parse(await readFile(path.join(configDir, 'credentials.json'), 'utf8')) as { token: string };

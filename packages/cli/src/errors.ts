@@ -19,3 +19,13 @@ export function errorBodyOf(err: unknown): { error: string; code: string; field?
   if (err instanceof CliError) return { error: err.message, code: err.code };
   return { error: err instanceof Error ? err.message : String(err), code: 'internal' };
 }
+
+/**
+ * A credential the API shows once (a new key, a session token) that came back null: the
+ * SDK retried the create after losing its first answer, and the replay never carries it.
+ */
+export function shownOnce(value: string | null, what: string): string {
+  if (value === null)
+    throw new CliError(`the answer with the new ${what} was lost on the way and is never shown again; run the command again`, 'shown_once_lost');
+  return value;
+}

@@ -1,7 +1,7 @@
 // Domain errors: stable codes, no transport in them. The edges (HTTP, gRPC) map them
 // through the tables below, so a rule can be written once and spoken twice.
 
-export type ErrorKind = 'invalid' | 'unauthenticated' | 'forbidden' | 'not_found' | 'conflict' | 'too_large' | 'unavailable' | 'internal';
+export type ErrorKind = 'invalid' | 'unauthenticated' | 'forbidden' | 'not_found' | 'conflict' | 'unprocessable' | 'too_large' | 'unavailable' | 'internal';
 
 export class PierError extends Error {
   constructor(
@@ -47,6 +47,13 @@ export class ConflictError extends PierError {
   }
 }
 
+/** A well-formed request that cannot be taken as asked (an idempotency key reused for another request). */
+export class UnprocessableError extends PierError {
+  constructor(message: string, code = 'unprocessable') {
+    super('unprocessable', message, code);
+  }
+}
+
 /** A request body over its limit (an upload, a JSON body). */
 export class PayloadTooLargeError extends PierError {
   constructor(message: string, code = 'payload_too_large') {
@@ -67,6 +74,7 @@ export const httpStatusOf: Record<ErrorKind, number> = {
   forbidden: 403,
   not_found: 404,
   conflict: 409,
+  unprocessable: 422,
   too_large: 413,
   unavailable: 503,
   internal: 500,
@@ -79,6 +87,7 @@ export const grpcStatusOf: Record<ErrorKind, number> = {
   forbidden: 7, // PERMISSION_DENIED
   not_found: 5, // NOT_FOUND
   conflict: 6, // ALREADY_EXISTS
+  unprocessable: 9, // FAILED_PRECONDITION
   too_large: 8, // RESOURCE_EXHAUSTED
   unavailable: 14, // UNAVAILABLE
   internal: 13, // INTERNAL

@@ -113,6 +113,28 @@ function observed(s: GrpcServiceDefinition, observe: GrpcCallObserver): grpc.Unt
   return out;
 }
 
+/**
+ * A client interceptor that reports each call of the client it is given to: its full
+ * method path, the status it ended with (a deadline or a refused connection included) and
+ * how long it took. `new Ctor(address, credentials, { interceptors: [observingClient(o)] })`.
+ */
+export function observingClient(observe: GrpcCallObserver): grpc.Interceptor {
+  return (options, nextCall) => {
+    const start = performance.now();
+    const method = options.method_definition.path;
+    return new grpc.InterceptingCall(nextCall(options), {
+      start(metadata, _listener, next) {
+        next(metadata, {
+          onReceiveStatus(status, nextStatus) {
+            observe(method, grpc.status[status.code] ?? 'UNKNOWN', (performance.now() - start) / 1000);
+            nextStatus(status);
+          },
+        });
+      },
+    });
+  };
+}
+
 export function stopGrpcServer(server: grpc.Server): Promise<void> {
   return new Promise((resolve) => server.tryShutdown(() => resolve()));
 }

@@ -10,6 +10,7 @@ import { pgErrorOf } from './pg-errors.ts';
 import type { UpgradeRoute } from './upgrade.ts';
 import { UNMATCHED_ROUTE, type ServiceMetrics } from './metrics.ts';
 import type { Readiness } from './readiness.ts';
+import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, idempotencyKeyOf, requestFingerprint, type IdempotencyKeys } from './idempotency.ts';
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 
@@ -82,6 +83,18 @@ export interface Route<P = any, Q = any, B = any> {
   /** `contentType`: what the answer is when not JSON (`text/event-stream` for `events`). */
   responses: Record<number, { description: string; schema?: z.ZodType; contentType?: string }>;
   handler: (input: RouteInput<P, Q, B>) => Promise<RouteResult>;
+  /**
+   * For a create sent with an `Idempotency-Key` whose first attempt died after making its
+   * resource's row (insertForKey): the answer the first attempt would have given, if the
+   * resource is there; undefined when it is gone or was never finished (then undone here,
+   * if the reconcilers have not yet), and the request runs again.
+   */
+  replay?: (input: RouteInput<P, Q, B>, resourceId: string) => Promise<RouteResult | undefined>;
+  /**
+   * Fields of the answer's body shown once (a new API key): never stored with the answer
+   * kept for an `Idempotency-Key`, so a replay carries them as null.
+   */
+  shownOnce?: string[];
 }
 
 export function defineRoute<P, Q, B>(route: Route<P, Q, B>): Route<P, Q, B> {
@@ -162,6 +175,8 @@ export interface ServiceAppOptions {
   logger: Logger;
   verifier: IdentityVerifier;
   routes: Route[];
+  /** Keeps the answers of writes sent with an `Idempotency-Key` (idempotency.ts); without it the header is ignored. */
+  idempotency?: IdempotencyKeys;
   /** WebSocket routes (upgrade.ts): in the OpenAPI document, and a 426 to a plain GET. */
   upgrades?: UpgradeRoute[];
   /** Answers `GET /healthz`; throws when a dependency is down. */
@@ -219,11 +234,17 @@ export function createServiceApp(opts: ServiceAppOptions): Express {
     res.json(openApiPaths(opts.routes, opts.upgrades));
   });
   for (const u of opts.upgrades ?? []) {
-    app.get(expressPath(u.path), routeName(u.path), (_req, res) => {
-      res
-        .status(426)
-        .set('upgrade', 'websocket')
-        .json({ error: 'this endpoint upgrades to a WebSocket (Connection: Upgrade, Upgrade: websocket)', code: 'upgrade_required' });
+    app.get(expressPath(u.path), routeName(u.path), async (req, res, next) => {
+      try {
+        // The caller is checked first, as on the handshake: a Viewer learns 403, not how to upgrade.
+        checkScope(await opts.verifier.verify(req.header(IDENTITY_HEADER) ?? ''), req.params as Record<string, string>, u.access);
+        res
+          .status(426)
+          .set('upgrade', 'websocket')
+          .json({ error: 'this endpoint upgrades to a WebSocket (Connection: Upgrade, Upgrade: websocket)', code: 'upgrade_required' });
+      } catch (err) {
+        next(err);
+      }
     });
   }
 
@@ -252,12 +273,35 @@ export function createServiceApp(opts: ServiceAppOptions): Express {
         const gone = new AbortController();
         res.once('close', () => gone.abort());
         const input = { params, query, body, identity, identityToken, requestId: res.locals.requestId, log, signal: gone.signal, stream };
-        const result = await route.handler(input);
-        if (result.headers) res.set(result.headers);
-        if (result.events) await writeEvents(res, result.status, result.events, gone.signal, opts.keepAliveMs ?? 15_000);
-        else if (result.body === undefined) res.status(result.status).end();
-        else res.status(result.status).json(result.body);
+        const key = route.method !== 'get' && route.access !== 'Service' ? idempotencyKeyOf(req.header(IDEMPOTENCY_KEY_HEADER)) : undefined;
+        if (key !== undefined && opts.idempotency) {
+          const scope = rawParams.workspaceID ? `workspace:${rawParams.workspaceID}` : `user:${identity.subject}`;
+          const fingerprint = requestFingerprint(req.method, req.originalUrl, route.rawBody ? rawBodyFingerprint(req) : req.body);
+          const { answer, replayed } = await opts.idempotency.run(scope, key, fingerprint, async (made) => {
+            try {
+              const replay = made !== undefined && route.replay ? await route.replay(input, made) : undefined;
+              const result = replay ?? (await route.handler(input));
+              // A stream is not kept: it is sent as it comes and never replayed.
+              if (result.events) return { ...result, keep: false };
+              return {
+                status: result.status,
+                body: result.body,
+                headers: result.headers,
+                keep: true,
+                replayBody: withoutShownOnce(result.body, route.shownOnce),
+              };
+            } catch (err) {
+              return { ...errorAnswer(err, opts.logger, res.locals.requestId as string), keep: true };
+            }
+          });
+          if (replayed) res.set(IDEMPOTENT_REPLAYED_HEADER, 'true');
+          await send(res, answer as RouteResult, gone.signal, opts.keepAliveMs);
+          return;
+        }
+        await send(res, await route.handler(input), gone.signal, opts.keepAliveMs);
       } catch (err) {
+        // The first attempt is still running: a client that retries learns when to try again.
+        if (err instanceof PierError && err.code === 'idempotency_key_in_use') res.set('retry-after', '1');
         next(err);
       }
     });
@@ -266,6 +310,23 @@ export function createServiceApp(opts: ServiceAppOptions): Express {
   app.use(notFound());
   app.use(errorHandler(opts.logger));
   return app;
+}
+
+async function send(res: Response, result: RouteResult, gone: AbortSignal, keepAliveMs = 15_000): Promise<void> {
+  if (result.headers) res.set(result.headers);
+  if (result.events) await writeEvents(res, result.status, result.events, gone, keepAliveMs);
+  else if (result.body === undefined) res.status(result.status).end();
+  else res.status(result.status).json(result.body);
+}
+
+function withoutShownOnce(body: unknown, fields: string[] | undefined): unknown {
+  if (!fields || !body || typeof body !== 'object') return undefined;
+  return { ...body, ...Object.fromEntries(fields.map((f) => [f, null])) };
+}
+
+/** An uploaded body is not read twice: a retry is the same upload when its type and length are. */
+function rawBodyFingerprint(req: Request): unknown {
+  return { contentType: req.header('content-type') ?? null, contentLength: req.header('content-length') ?? null };
 }
 
 /**
@@ -378,14 +439,18 @@ export function notFound() {
 export function errorHandler(logger: Logger) {
   // express recognises error handlers by their four parameters.
   return (err: unknown, _req: Request, res: Response, _next: NextFunction) => {
-    const known = toPierError(err);
-    const status = httpStatusOf[known.kind];
-    if (status >= 500 && known.kind !== 'unavailable') {
-      logger.error({ err, requestId: res.locals.requestId }, 'unhandled error');
-    }
+    const { status, body } = errorAnswer(err, logger, res.locals.requestId as string | undefined);
     if (res.headersSent) return;
-    res.status(status).json(errorBody(known));
+    res.status(status).json(body);
   };
+}
+
+/** The status and JSON body an error is answered with; an unexpected one is logged. */
+function errorAnswer(err: unknown, logger: Logger, requestId: string | undefined): { status: number; body: Record<string, unknown> } {
+  const known = toPierError(err);
+  const status = httpStatusOf[known.kind];
+  if (status >= 500 && known.kind !== 'unavailable') logger.error({ err, requestId }, 'unhandled error');
+  return { status, body: errorBody(known) };
 }
 
 function toPierError(err: unknown): PierError {
@@ -423,6 +488,40 @@ function parameters(schema: z.ZodType | undefined, location: 'path' | 'query', p
 }
 
 /** The `paths` object of an OpenAPI 3.1 document for these routes. */
+const ERROR_BODY_SCHEMA = {
+  type: 'object',
+  properties: { error: { type: 'string' }, code: { type: 'string' } },
+  required: ['error', 'code'],
+};
+
+/** Every write takes an `Idempotency-Key` (idempotency.ts); its own answers are documented with it. */
+function documentIdempotency(op: Record<string, unknown>, r: Route): void {
+  (op.parameters as unknown[]).push({
+    name: 'Idempotency-Key',
+    in: 'header',
+    required: false,
+    description:
+      'Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets ' +
+      'the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice.' +
+      (r.shownOnce ? ` A replay carries ${r.shownOnce.map((f) => `\`${f}\``).join(', ')} as null: it is shown once and never stored.` : ''),
+    schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7e]{1,255}$' },
+  });
+  const responses = op.responses as Record<string, unknown>;
+  for (const [status, response] of Object.entries(responses)) {
+    if (!status.startsWith('2') || !r.shownOnce) continue;
+    const schema = (response as { content?: Record<string, { schema?: { properties?: Record<string, unknown> } }> }).content?.['application/json']?.schema;
+    for (const field of r.shownOnce) {
+      const property = schema?.properties?.[field];
+      if (property)
+        schema.properties![field] = { anyOf: [property, { type: 'null' }], description: 'Shown once; null when the answer is replayed for an Idempotency-Key' };
+    }
+  }
+  const json = (description: string) => ({ description, content: { 'application/json': { schema: ERROR_BODY_SCHEMA } } });
+  responses['400'] ??= json('Invalid request (`invalid_idempotency_key`: a malformed Idempotency-Key)');
+  responses['409'] ??= json('`idempotency_key_in_use`: a request with this Idempotency-Key is still running');
+  responses['422'] ??= json('`idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body');
+}
+
 export function openApiPaths(routes: Route[], upgrades: UpgradeRoute[] = []): Record<string, Record<string, unknown>> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const u of upgrades) {
@@ -459,6 +558,7 @@ export function openApiPaths(routes: Route[], upgrades: UpgradeRoute[] = []): Re
         ]),
       ),
     };
+    if (r.method !== 'get') documentIdempotency(op, r);
     if (r.body) op.requestBody = { required: true, content: { 'application/json': { schema: jsonSchema(r.body, 'input') } } };
     if (r.rawBody) {
       const binary = { schema: { type: 'string', format: 'binary' } };

@@ -24,3 +24,4 @@ export * from './upgrade.ts';
 export * from './url-guard.ts';
 export * from './query-params.ts';
 export * from './backup-store.ts';
+export * from './idempotency.ts';

@@ -17,7 +17,7 @@ export interface ServiceMetrics {
   observeGrpc(method: string, code: string, seconds: number): void;
 }
 
-const LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+export const LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 export function createServiceMetrics(service: string): ServiceMetrics {
   const registry = new Registry();
@@ -144,4 +144,67 @@ export function latencyHistogram<L extends string>(
 ): (labels: Record<L, string>, seconds: number) => void {
   const histogram = new Histogram({ name, help, labelNames, buckets: LATENCY_BUCKETS, registers: [registry] });
   return (labels, seconds) => histogram.observe(labels, seconds);
+}
+
+/** Told of each cluster API call: its operation, whether it failed, and how long it took. */
+export type ClusterCallObserver = (operation: string, outcome: 'ok' | 'error', seconds: number) => void;
+
+/** `pier_cluster_call_duration_seconds` in the service's registry; its observe. */
+export function clusterCallMetric(registry: Registry): ClusterCallObserver {
+  const observe = latencyHistogram(
+    registry,
+    'pier_cluster_call_duration_seconds',
+    "Calls to the cluster's API (Docker engine or Kubernetes) by operation and outcome (ok, error), and how long they took",
+    ['operation', 'outcome'],
+  );
+  return (operation, outcome, seconds) => observe({ operation, outcome }, seconds);
+}
+
+/**
+ * A port whose every method that answers a promise is timed as operation
+ * `<prefix>.<method>`: the adapters that do not time their own API calls (a port of
+ * several steps, a client library's calls) are seen at the port's grain instead. Methods
+ * that answer anything else (a stream, an async iterable) pass through as they are.
+ */
+export function timedPort<T extends object>(port: T, prefix: string, observe: ClusterCallObserver): T {
+  return new Proxy(port, {
+    get(target, name, receiver) {
+      const value: unknown = Reflect.get(target, name, receiver);
+      if (typeof value !== 'function' || typeof name !== 'string' || name === 'constructor') return value;
+      return (...args: unknown[]) => {
+        const start = performance.now();
+        const seen = (outcome: 'ok' | 'error') => observe(`${prefix}.${name}`, outcome, (performance.now() - start) / 1000);
+        let result: unknown;
+        try {
+          // Called on the port itself, not the proxy: private fields and bound state stay reachable.
+          result = Reflect.apply(value, target, args);
+        } catch (err) {
+          seen('error');
+          throw err;
+        }
+        if (!(result instanceof Promise)) return result;
+        return result.then(
+          (v: unknown) => {
+            seen('ok');
+            return v;
+          },
+          (err: unknown) => {
+            seen('error');
+            throw err;
+          },
+        );
+      };
+    },
+  });
+}
+
+/** `pier_grpc_client_duration_seconds` in the service's registry: what observingClient reports to. */
+export function grpcClientMetric(registry: Registry): (method: string, code: string, seconds: number) => void {
+  const observe = latencyHistogram(
+    registry,
+    'pier_grpc_client_duration_seconds',
+    'Unary gRPC calls made to other Pier services, by full method and status code (DEADLINE_EXCEEDED, UNAVAILABLE included), and how long they took',
+    ['method', 'code'],
+  );
+  return (method, code, seconds) => observe({ method, code }, seconds);
 }

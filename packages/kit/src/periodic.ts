@@ -24,6 +24,7 @@ export class Periodic {
   private stopped = true;
   private lastFailure?: string;
   private failures = 0;
+  private first?: Promise<void>;
 
   constructor(
     private readonly pass: () => Promise<unknown>,
@@ -35,7 +36,12 @@ export class Periodic {
   start(first?: () => Promise<unknown>): void {
     this.stopped = false;
     if (!first) return this.schedule();
-    this.running = this.guard(first);
+    this.running = this.first = this.guard(first);
+  }
+
+  /** Settles when the `first` pass given to start has ended, failed or not (at once without one). */
+  firstPass(): Promise<void> {
+    return this.first ?? Promise.resolve();
   }
 
   /** Stops scheduling and waits for a pass in progress. */

@@ -6,6 +6,7 @@ import { createLogger, type Logger } from './logger.ts';
 import { IdentityVerifier } from './identity.ts';
 import { OutboxRelay } from './outbox.ts';
 import { createServiceApp, type Route } from './http.ts';
+import { IdempotencyKeys } from './idempotency.ts';
 import { upgradeHandler, type UpgradeRoute } from './upgrade.ts';
 import { startGrpcServer, stopGrpcServer, type GrpcServiceDefinition } from './grpc.ts';
 import { createServiceMetrics, watchDbPool, watchOutbox } from './metrics.ts';
@@ -50,6 +51,11 @@ export class Lifecycle {
 export interface Background {
   start(): void;
   stop(): Promise<void>;
+  /**
+   * Settles once what a previous process left half done has been finished or undone (a
+   * reconciler's first pass): a keyed request whose first attempt died waits for it.
+   */
+  recovered?(): Promise<void>;
 }
 
 /** The environment every service with a schema reads (kit's `serviceEnv`). */
@@ -153,15 +159,29 @@ export async function startService<Extra extends object = Record<never, never>>(
       life.onStop('gRPC server', () => stopGrpcServer(grpc.server));
       grpcPort = grpc.port;
     }
-    for (const work of parts.background ?? []) {
+    const background = parts.background ?? [];
+    for (const work of background) {
       work.start();
       life.onStop('background work', () => work.stop());
     }
+    const idempotency = new IdempotencyKeys(
+      db,
+      config.PIER_DATABASE_URL,
+      spec.name,
+      logger,
+      async () => {
+        await Promise.all(background.map((work) => work.recovered?.()));
+      },
+      config.PIER_DATABASE_CONNECT_TIMEOUT_MS,
+    );
+    idempotency.start();
+    life.onStop('idempotency keys', () => idempotency.stop());
     const app = createServiceApp({
       service: spec.name,
       logger,
       verifier,
       routes: parts.routes,
+      idempotency,
       upgrades: parts.upgrades,
       bodyLimit: parts.bodyLimit,
       keepAliveMs: parts.keepAliveMs,
@@ -210,9 +230,21 @@ export function runMain(name: string, start: () => Promise<RunningService>): voi
   );
 }
 
-export async function listen(app: Express | http.RequestListener, port: number, host = '127.0.0.1'): Promise<{ server: http.Server; port: number }> {
+/**
+ * Request line plus headers a service reads: twice Node's default, which the gateway keeps,
+ * because what the gateway forwards carries the identity token as well. A request the
+ * gateway took is never refused by the service for its size.
+ */
+export const SERVICE_MAX_HEADER_BYTES = 32 * 1024;
+
+export async function listen(
+  app: Express | http.RequestListener,
+  port: number,
+  host = '127.0.0.1',
+  options: http.ServerOptions = {},
+): Promise<{ server: http.Server; port: number }> {
   // Longer keep-alive than the load balancers usually in front (60 s).
-  const server = http.createServer({ keepAliveTimeout: 65_000 }, app);
+  const server = http.createServer({ keepAliveTimeout: 65_000, maxHeaderSize: SERVICE_MAX_HEADER_BYTES, ...options }, app);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());

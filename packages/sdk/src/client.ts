@@ -3,6 +3,7 @@
 // every page of a list as one async iterator.
 import createClient, { type Client } from 'openapi-fetch';
 import type { components, paths } from './schema.ts';
+import { retryingFetch, type RetryOptions } from './retry.ts';
 
 export type PierClient = Client<paths>;
 
@@ -17,10 +18,20 @@ export interface PierClientOptions {
   /** Sent as User-Agent, so access logs say which client called. */
   userAgent?: string;
   fetch?: typeof globalThis.fetch;
+  /**
+   * Retrying (retry.ts): writes carry an `Idempotency-Key`, and calls the API ran nothing
+   * of (429, 503, a key still in use, a dropped connection) are sent again after the wait
+   * it asks for. `false` turns both off.
+   */
+  retry?: RetryOptions | false;
 }
 
 export function createPierClient(options: PierClientOptions): PierClient {
-  const client = createClient<paths>({ baseUrl: options.baseUrl.replace(/\/+$/, ''), fetch: options.fetch });
+  const fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+  const client = createClient<paths>({
+    baseUrl: options.baseUrl.replace(/\/+$/, ''),
+    fetch: options.retry === false ? fetch : retryingFetch(fetch, options.retry),
+  });
   client.use({
     onRequest({ request }) {
       if (options.token) request.headers.set('authorization', `Bearer ${options.token}`);

@@ -59,8 +59,43 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -75,7 +110,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. A replay carries `token` as null: it is shown once and never stored. */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -102,8 +140,8 @@ export interface paths {
                             /** @description ISO 8601 UTC timestamp */
                             created_at: string;
                             last_used_at: string | null;
-                            /** @description 64 hex characters; returned only here */
-                            token: string;
+                            /** @description Shown once; null when the answer is replayed for an Idempotency-Key */
+                            token: string | null;
                         };
                     };
                 };
@@ -125,8 +163,70 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `idempotency_key_in_use`: a request with this Idempotency-Key is still running */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `payload_too_large`: the request body is over the limit (256 KB of JSON) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -156,7 +256,10 @@ export interface paths {
         delete: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     sessionID: string;
                 };
@@ -170,6 +273,15 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description Invalid request (`invalid_idempotency_key`: a malformed Idempotency-Key) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
                 };
                 /** @description missing, invalid or expired credentials */
                 401: {
@@ -189,8 +301,61 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `idempotency_key_in_use`: a request with this Idempotency-Key is still running */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -244,8 +409,43 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -357,8 +557,43 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -373,7 +608,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -423,8 +661,70 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `idempotency_key_in_use`: a request with this Idempotency-Key is still running */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `payload_too_large`: the request body is over the limit (256 KB of JSON) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -496,8 +796,43 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -599,8 +934,43 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -615,7 +985,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. A replay carries `key` as null: it is shown once and never stored. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                 };
@@ -651,8 +1024,8 @@ export interface paths {
                             created_at: string;
                             /** @description null until the key is first used; written within about a second of a use */
                             last_used_at: string | null;
-                            /** @description the full key, sk- and 64 hex characters; returned only here */
-                            key: string;
+                            /** @description Shown once; null when the answer is replayed for an Idempotency-Key */
+                            key: string | null;
                         };
                     };
                 };
@@ -701,8 +1074,61 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `payload_too_large`: the request body is over the limit (256 KB of JSON) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -732,7 +1158,10 @@ export interface paths {
         delete: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     keyID: string;
@@ -747,6 +1176,15 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description Invalid request (`invalid_idempotency_key`: a malformed Idempotency-Key) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
                 };
                 /** @description missing, invalid or expired credentials */
                 401: {
@@ -775,8 +1213,61 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `idempotency_key_in_use`: a request with this Idempotency-Key is still running */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -859,8 +1350,43 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -875,7 +1401,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                 };
@@ -953,8 +1482,61 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `payload_too_large`: the request body is over the limit (256 KB of JSON) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -984,7 +1566,10 @@ export interface paths {
         delete: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     userID: string;
@@ -999,6 +1584,15 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description Invalid request (`invalid_idempotency_key`: a malformed Idempotency-Key) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
                 };
                 /** @description missing, invalid or expired credentials */
                 401: {
@@ -1036,8 +1630,52 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1053,7 +1691,10 @@ export interface paths {
         patch: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     userID: string;
@@ -1130,8 +1771,61 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `payload_too_large`: the request body is over the limit (256 KB of JSON) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1210,8 +1904,43 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1226,7 +1955,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                 };
@@ -1300,8 +2032,61 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `payload_too_large`: the request body is over the limit (256 KB of JSON) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1370,8 +2155,43 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1387,7 +2207,10 @@ export interface paths {
         delete: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -1402,6 +2225,15 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description Invalid request (`invalid_idempotency_key`: a malformed Idempotency-Key) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
                 };
                 /** @description missing, invalid or expired credentials */
                 401: {
@@ -1439,8 +2271,52 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description a service this depends on cannot be reached; nothing was changed */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1554,8 +2430,43 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description cluster unreachable; nothing was changed */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1570,7 +2481,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -1676,8 +2590,61 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `payload_too_large`: the request body is over the limit (256 KB of JSON) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description cluster unreachable; nothing was changed */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1787,8 +2754,43 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description cluster unreachable; nothing was changed */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1804,7 +2806,10 @@ export interface paths {
         delete: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -1887,8 +2892,61 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `idempotency_key_in_use`: a request with this Idempotency-Key is still running */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description cluster unreachable; nothing was changed */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1904,7 +2962,10 @@ export interface paths {
         patch: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -2006,8 +3067,61 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `payload_too_large`: the request body is over the limit (256 KB of JSON) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description cluster unreachable; nothing was changed */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2108,8 +3222,43 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description cluster unreachable; nothing was changed */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2124,7 +3273,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -2204,8 +3356,61 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `payload_too_large`: the request body is over the limit (256 KB of JSON) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description cluster unreachable; nothing was changed */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2235,7 +3440,10 @@ export interface paths {
         delete: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -2298,8 +3506,52 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description cluster unreachable; nothing was changed */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2327,7 +3579,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -2428,8 +3683,61 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `payload_too_large`: the request body is over the limit (256 KB of JSON) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description cluster unreachable; nothing was changed */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2462,7 +3770,10 @@ export interface paths {
         patch: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -2532,8 +3843,70 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `idempotency_key_in_use`: a request with this Idempotency-Key is still running */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `payload_too_large`: the request body is over the limit (256 KB of JSON) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description cluster unreachable; nothing was changed */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2638,8 +4011,43 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description cluster unreachable; nothing was changed */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2670,7 +4078,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -2770,8 +4181,61 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `payload_too_large`: the request body is over the limit (256 KB of JSON) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description cluster unreachable; nothing was changed */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2862,8 +4326,43 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description cluster unreachable; nothing was changed */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2878,7 +4377,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -2955,8 +4457,61 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `payload_too_large`: the request body is over the limit (256 KB of JSON) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description cluster unreachable; nothing was changed */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2986,7 +4541,10 @@ export interface paths {
         delete: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -3040,8 +4598,61 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `idempotency_key_in_use`: a request with this Idempotency-Key is still running */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description cluster unreachable; nothing was changed */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3069,7 +4680,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -3148,8 +4762,61 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `payload_too_large`: the request body is over the limit (256 KB of JSON) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description cluster unreachable; nothing was changed */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3182,7 +4849,10 @@ export interface paths {
         patch: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -3280,8 +4950,61 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `payload_too_large`: the request body is over the limit (256 KB of JSON) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description cluster unreachable; nothing was changed */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3387,8 +5110,43 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description cluster unreachable; nothing was changed */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3492,8 +5250,43 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description cluster unreachable; nothing was changed */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3524,7 +5317,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -3586,8 +5382,52 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description cluster unreachable; nothing was changed */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3669,8 +5509,52 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Workspace not found (or the caller is not a member), or VPC not found in it */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3685,7 +5569,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -3753,6 +5640,15 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description Workspace not found (or the caller is not a member), or VPC not found in it */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description a secret with this name exists in the VPC (`already_exists`) */
                 409: {
                     headers: {
@@ -3762,8 +5658,61 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `payload_too_large`: the request body is over the limit (256 KB of JSON) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description the cluster's secret store cannot be reached (`cluster_unavailable`); nothing was written */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3839,8 +5788,43 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3856,7 +5840,10 @@ export interface paths {
         delete: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -3872,6 +5859,15 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description Invalid request (`invalid_idempotency_key`: a malformed Idempotency-Key) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
                 };
                 /** @description Missing, invalid, revoked or expired token */
                 401: {
@@ -3900,8 +5896,61 @@ export interface paths {
                         "application/json": components["schemas"]["Error"];
                     };
                 };
+                /** @description `idempotency_key_in_use`: a request with this Idempotency-Key is still running */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description the cluster's secret store cannot be reached (`cluster_unavailable`); nothing was written */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3988,8 +6037,50 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Invalid `limit` or `cursor`; `field` names it */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Missing, invalid, revoked or expired token */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Workspace not found (or the caller is not a member), or VPC not found in it */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4004,6 +6095,15 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
             };
         };
         put?: never;
@@ -4011,7 +6111,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -4109,6 +6212,15 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description Workspace not found (or the caller is not a member), or VPC not found in it */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service of that name exists in the VPC */
                 409: {
                     headers: {
@@ -4116,12 +6228,65 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `payload_too_large`: the request body is over the limit (256 KB of JSON) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description The cluster (or the secrets service) cannot be reached; nothing was written */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
                 };
             };
         };
@@ -4214,12 +6379,47 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description The cluster (or the secrets service) cannot be reached; nothing was written */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
                 };
             };
         };
@@ -4229,7 +6429,10 @@ export interface paths {
         delete: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -4285,6 +6488,15 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Invalid request (`invalid_idempotency_key`: a malformed Idempotency-Key) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description Missing, invalid, revoked or expired token */
                 401: {
                     headers: {
@@ -4308,12 +6520,63 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description The service is already deleted (`service_deleted`) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description The cluster (or the secrets service) cannot be reached; nothing was written */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
                 };
             };
         };
@@ -4323,7 +6586,10 @@ export interface paths {
         patch: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -4429,12 +6695,74 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `idempotency_key_in_use`: a request with this Idempotency-Key is still running */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `payload_too_large`: the request body is over the limit (256 KB of JSON) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description The cluster (or the secrets service) cannot be reached; nothing was written */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
                 };
             };
         };
@@ -4512,6 +6840,13 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Invalid `limit` or `cursor`; `field` names it */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Missing, invalid, revoked or expired token */
                 401: {
                     headers: {
@@ -4528,8 +6863,43 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4544,7 +6914,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -4614,12 +6987,56 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description The cluster cannot be reached */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
                 };
             };
         };
@@ -4642,7 +7059,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -4754,12 +7174,65 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `payload_too_large`: the request body is over the limit (256 KB of JSON) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description The cluster cannot be reached */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
                 };
             };
         };
@@ -4781,7 +7254,10 @@ export interface paths {
         put: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -4855,12 +7331,65 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `payload_too_large`: the request body is over the limit (256 KB of JSON) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description The cluster cannot be reached */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
                 };
             };
         };
@@ -4869,7 +7398,10 @@ export interface paths {
         delete: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -4885,6 +7417,15 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description Invalid request (`invalid_idempotency_key`: a malformed Idempotency-Key) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
                 };
                 /** @description Missing, invalid, revoked or expired token */
                 401: {
@@ -4909,8 +7450,61 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `idempotency_key_in_use`: a request with this Idempotency-Key is still running */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4986,6 +7580,13 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Invalid `limit` or `cursor`; `field` names it */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Missing, invalid, revoked or expired token */
                 401: {
                     headers: {
@@ -5002,8 +7603,43 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5093,8 +7729,43 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5125,7 +7796,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -5170,6 +7844,15 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Invalid request (`invalid_idempotency_key`: a malformed Idempotency-Key) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description Missing, invalid, revoked or expired token */
                 401: {
                     headers: {
@@ -5200,8 +7883,52 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5256,6 +7983,13 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Invalid `follow` */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Missing, invalid, revoked or expired token */
                 401: {
                     headers: {
@@ -5272,8 +8006,43 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5304,7 +8073,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -5400,12 +8172,65 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `payload_too_large`: the request body is over the limit (256 KB of JSON) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description Builds are not available on this cluster (`builds_unavailable`) */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
                 };
             };
         };
@@ -5432,7 +8257,10 @@ export interface paths {
                     context_dir?: string;
                     deploy?: "0" | "1" | "true" | "false";
                 };
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -5527,12 +8355,56 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description Builds are not available on this cluster (`builds_unavailable`) */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
                 };
             };
         };
@@ -5555,7 +8427,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -5670,12 +8545,65 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `payload_too_large`: the request body is over the limit (256 KB of JSON) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description The cluster or the secrets service cannot be reached; nothing was written */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
                 };
             };
         };
@@ -5734,6 +8662,13 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Invalid `limit` or `cursor`; `field` names it */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Missing, invalid, revoked or expired token */
                 401: {
                     headers: {
@@ -5750,8 +8685,43 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5843,6 +8813,13 @@ export interface paths {
                         };
                     };
                 };
+                /** @description Invalid `limit` or `cursor`; `field` names it */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 /** @description Missing, invalid, revoked or expired token */
                 401: {
                     headers: {
@@ -5859,8 +8836,43 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5875,7 +8887,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -5976,12 +8991,65 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `payload_too_large`: the request body is over the limit (256 KB of JSON) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description The edge (or the DNS resolvers) cannot be reached, or the edge is turned off; nothing was changed */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
                 };
             };
         };
@@ -6005,7 +9073,10 @@ export interface paths {
         delete: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -6022,6 +9093,15 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description Invalid request (`invalid_idempotency_key`: a malformed Idempotency-Key) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
                 };
                 /** @description Missing, invalid, revoked or expired token */
                 401: {
@@ -6046,12 +9126,65 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `idempotency_key_in_use`: a request with this Idempotency-Key is still running */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description The edge (or the DNS resolvers) cannot be reached, or the edge is turned off; nothing was changed */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
                 };
             };
         };
@@ -6073,7 +9206,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -6168,12 +9304,56 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description The edge (or the DNS resolvers) cannot be reached, or the edge is turned off; nothing was changed */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
                 };
             };
         };
@@ -6254,8 +9434,43 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6269,7 +9484,10 @@ export interface paths {
         put: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -6355,12 +9573,74 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `idempotency_key_in_use`: a request with this Idempotency-Key is still running */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `payload_too_large`: the request body is over the limit (256 KB of JSON) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description The cluster or the secrets service cannot be reached; nothing was written */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
                 };
             };
         };
@@ -6385,7 +9665,10 @@ export interface paths {
         delete: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -6402,6 +9685,15 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description Invalid request (`invalid_idempotency_key`: a malformed Idempotency-Key) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
                 };
                 /** @description Missing, invalid, revoked or expired token */
                 401: {
@@ -6426,12 +9718,65 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `idempotency_key_in_use`: a request with this Idempotency-Key is still running */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description The cluster cannot be reached; nothing was written */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
                 };
             };
         };
@@ -6521,12 +9866,47 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description The cluster cannot be reached */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
                 };
             };
         };
@@ -6611,12 +9991,47 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description The cluster cannot be reached */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
                 };
             };
         };
@@ -6704,8 +10119,43 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6736,7 +10186,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -6845,12 +10298,56 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description The cluster or the secrets service cannot be reached; nothing was written */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
                 };
             };
         };
@@ -6873,7 +10370,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -6988,12 +10488,65 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `payload_too_large`: the request body is over the limit (256 KB of JSON) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description The cluster or the secrets service cannot be reached; nothing was written */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
                 };
             };
         };
@@ -7082,8 +10635,43 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7098,7 +10686,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -7245,8 +10836,61 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `payload_too_large`: the request body is over the limit (256 KB of JSON) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -7260,7 +10904,10 @@ export interface paths {
         delete: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     workspaceID: string;
                     vpcID: string;
@@ -7276,6 +10923,15 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description Invalid request (`invalid_idempotency_key`: a malformed Idempotency-Key) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
                 };
                 /** @description Missing, invalid, revoked or expired token */
                 401: {
@@ -7307,8 +10963,52 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
                 /** @description A service this request needs is unavailable */
                 503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
                     headers: {
                         [name: string]: unknown;
                     };

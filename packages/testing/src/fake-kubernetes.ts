@@ -444,7 +444,17 @@ export class FakeKubernetes {
             ],
           };
         }
-        return waiting(c, 'CrashLoopBackOff', 'back-off 10s restarting failed container');
+        // As a real kubelet (1.37) reports a crash loop between restarts: the pod Running,
+        // its container `terminated` (not `waiting: CrashLoopBackOff`), restarted before.
+        const exited = { exitCode: 1, reason: 'Error', startedAt, finishedAt: startedAt };
+        return {
+          phase: 'Running',
+          startTime: startedAt,
+          conditions: [{ type: 'Ready', status: 'False' }],
+          containerStatuses: [
+            { name: c.name, image: c.image, imageID: '', ready: false, restartCount: 3, state: { terminated: exited }, lastState: { terminated: exited } },
+          ],
+        };
       }
     }
     const c = spec.containers[0];

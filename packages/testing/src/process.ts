@@ -77,3 +77,22 @@ export function isAlive(pid: number): boolean {
     return false;
   }
 }
+
+/**
+ * Runs `act` against a process armed with PIER_CRASH_AT=`point` (its answer, if any, cut off
+ * by the crash) and resolves with how the process ended; fails with the process's output
+ * when it is still alive after `ms` (the point never fired, or the request hung before it).
+ */
+export async function deathAt(armed: ServiceProcess, point: string, act: () => Promise<unknown>, ms = 60_000): Promise<number | string> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the process armed at ${point} was still alive after ${ms} ms:\n${armed.output()}`)), ms);
+  });
+  try {
+    // The connection drops when the crash is in the request; a request that hangs short of the point is caught by `late`.
+    await Promise.race([act().catch(() => undefined), late]);
+    return await Promise.race([armed.exited, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

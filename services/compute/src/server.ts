@@ -1,4 +1,4 @@
-import { KeyedMutex, latencyHistogram, startService, watchCounts, type RunningService } from '@pier/kit';
+import { KeyedMutex, clusterCallMetric, grpcClientMetric, startService, timedPort, watchCounts, type RunningService } from '@pier/kit';
 import { SERVICE_STATUSES } from './domain/status.ts';
 import { servicesByStatus, unfinishedBuilds } from './store/status-counts.ts';
 import type { ComputeConfig } from './config.ts';
@@ -57,15 +57,10 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
         known: ['queued', 'running'],
         read: () => unfinishedBuilds(db),
       });
-      const secrets = createSecretsPort(config);
+      const secrets = createSecretsPort(config, grpcClientMetric(metrics));
       onStop('secrets client', () => secrets.close());
-      const clusterCalls = latencyHistogram(
-        metrics,
-        'pier_cluster_call_duration_seconds',
-        "Calls to the cluster's API (Docker engine or Kubernetes) by operation and outcome (ok, error), and how long they took",
-        ['operation', 'outcome'],
-      );
-      const cluster = createCluster(config, secrets.port, logger, (operation, outcome, seconds) => clusterCalls({ operation, outcome }, seconds));
+      const clusterCalls = clusterCallMetric(metrics);
+      const cluster = createCluster(config, secrets.port, logger, clusterCalls);
       const edge = createEdge(config, db, logger);
       const ctx: ComputeContext = {
         store: new KnexComputeStore(db),
@@ -87,6 +82,12 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
         eventsWritten: () => relay.poke(),
         now: () => new Date(),
       };
+      // The main adapter times each Engine or Kubernetes API call; these, each of their calls.
+      ctx.shell = timedPort(ctx.shell, 'shell', clusterCalls);
+      ctx.logs.source = timedPort(ctx.logs.source, 'logs', clusterCalls);
+      if (ctx.builds.builder) ctx.builds.builder = timedPort(ctx.builds.builder, 'builds', clusterCalls);
+      if (ctx.edge.port) ctx.edge.port = timedPort(ctx.edge.port, 'edge', clusterCalls);
+      ctx.disks.port = timedPort(ctx.disks.port, 'disks', clusterCalls);
       const builds = new BuildWorker(ctx, logger, config.PIER_BUILD_INTERVAL_MS);
       ctx.builds.runner = builds;
       const edgeWorker = new EdgeWorker(ctx, logger, config.PIER_EDGE_SYNC_INTERVAL_MS);

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
 import { IDENTITY_HEADER, generateIdentityKeys, importIdentityKey, signIdentity } from '@pier/kit';
-import { infra, spawnService, type ServiceProcess, type TestDatabase } from '@pier/testing';
+import { deathAt, infra, spawnService, type ServiceProcess, type TestDatabase } from '@pier/testing';
 
 export class ComputeProcess {
   private proc?: ServiceProcess;
@@ -46,22 +46,21 @@ export class ComputeProcess {
     return this.proc;
   }
 
-  async call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+  async call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; headers: Headers }> {
     const res = await fetch(`http://127.0.0.1:${this.proc!.httpPort}${path}`, {
       method,
-      headers: { [IDENTITY_HEADER]: this.token, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: { [IDENTITY_HEADER]: this.token, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined };
+    return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
   }
 
   /** Starts a process armed to die at `point`, runs `act` (whose answer the crash may cut off), and waits for the death. */
   async crashAt(point: string, act: () => Promise<unknown>): Promise<void> {
     await this.stop();
     const armed = await this.spawn({ PIER_CRASH_AT: point });
-    await act().catch(() => undefined);
-    const how = await armed.exited;
+    const how = await deathAt(armed, point, act);
     // tsx relays its child's death by SIGKILL as exit status 128 + 9.
     expect([137, 'SIGKILL'], armed.output()).toContain(how);
   }

@@ -116,7 +116,7 @@ describe('kubernetes adapter', () => {
       { method: 'GET', path: `/api/v1/namespaces/${ns}/pods`, query: expect.stringContaining('labelSelector=') },
     ]);
     expect(observations.get(ok.serviceId)).toMatchObject({ phase: 'ready', readyReplicas: 1 });
-    expect(observations.get(crash.serviceId)).toMatchObject({ phase: 'failed', message: expect.stringContaining('CrashLoopBackOff') });
+    expect(observations.get(crash.serviceId)).toMatchObject({ phase: 'failed', message: expect.stringContaining('exited with code 1 (Error)') });
     expect(observations.get(missing.serviceId)).toMatchObject({ phase: 'failed', message: expect.stringContaining('ErrImagePull') });
     expect(observations.get(secret.serviceId)).toMatchObject({
       phase: 'failed',

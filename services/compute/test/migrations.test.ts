@@ -17,7 +17,7 @@ describe('compute migrations', () => {
           (r: { table_name: string }) => r.table_name,
         );
       await migrate(knex, SCHEMA, migrations, 'up');
-      expect(await tables()).toEqual(expect.arrayContaining(['build_logs', 'builds', 'deployments', 'env_vars', 'outbox', 'services']));
+      expect(await tables()).toEqual(expect.arrayContaining(['build_logs', 'builds', 'deployments', 'env_vars', 'idempotency_keys', 'outbox', 'services']));
       expect(await tables()).toEqual(expect.arrayContaining(['uptime_counts', 'uptime_incidents', 'uptime_monitors']));
       expect(await tables()).toEqual(expect.arrayContaining(['disk_backup_schedules', 'disk_backups', 'disk_restores']));
       // A literal and a reference at once is refused by the database too.

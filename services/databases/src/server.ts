@@ -1,4 +1,4 @@
-import { KeyedMutex, startService, watchCounts, type RunningService } from '@pier/kit';
+import { KeyedMutex, clusterCallMetric, grpcClientMetric, startService, timedPort, watchCounts, type RunningService } from '@pier/kit';
 import { STATUSES } from './domain/database.ts';
 import { databasesByStatus } from './store/status-counts.ts';
 import type { DatabasesConfig } from './config.ts';
@@ -43,13 +43,14 @@ export function start(config: DatabasesConfig, options: StartOptions = {}): Prom
       });
       const store = new KnexDatabasesStore(db);
       const installation = await store.installationId();
-      const cluster = options.cluster?.(installation) ?? createCluster(config, installation);
+      // Timed at the port's grain (apply, observe, backup…): the adapters call client libraries directly.
+      const cluster = timedPort(options.cluster?.(installation) ?? createCluster(config, installation), 'cluster', clusterCallMetric(metrics));
       onStop('cluster adapter', () => cluster.close());
       const postgresSql = new PostgresSql();
       onStop('console sessions', () => postgresSql.close());
       let vpcs: GrpcVpcDirectory | UnconfiguredVpcDirectory = new UnconfiguredVpcDirectory();
       if (config.PIER_AUTH_GRPC_URL) {
-        const client = new GrpcVpcDirectory(config.PIER_AUTH_GRPC_URL);
+        const client = new GrpcVpcDirectory(config.PIER_AUTH_GRPC_URL, undefined, grpcClientMetric(metrics));
         onStop('auth client', () => client.close());
         vpcs = client;
       }

@@ -89,7 +89,7 @@ export interface DatabasesProcess {
   proc: ServiceProcess;
   /** Starts the process (again) on the same database, with `env` over the common settings. */
   spawn(env?: Record<string, string>): Promise<ServiceProcess>;
-  call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
+  call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
   /** One query as the superuser of the service's database. */
   sql(query: string, params?: unknown[]): Promise<any[]>;
   stop(): Promise<void>;
@@ -128,14 +128,14 @@ export async function spawnDatabases(keys: IdentityKeys, db: TestDatabase): Prom
       p.proc = await spawnService('databases', { ...common, PIER_CRASH_AT: '', ...env });
       return p.proc;
     },
-    async call(method, path, body) {
+    async call(method, path, body, headers = {}) {
       const res = await fetch(`http://127.0.0.1:${p.proc.httpPort}${path}`, {
         method,
-        headers: { [IDENTITY_HEADER]: token, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        headers: { [IDENTITY_HEADER]: token, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       const text = await res.text();
-      return { status: res.status, body: text ? JSON.parse(text) : undefined };
+      return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
     },
     sql: (query, params = []) => adminQuery(db.adminUrl, query, params),
     async stop() {

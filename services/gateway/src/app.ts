@@ -19,6 +19,7 @@ import { routeOf, type RouteTarget, type Upstream } from './routing.ts';
 import { bearerToken, missingToken } from './http/authenticate.ts';
 import { createUpstreamProxy, UPGRADE_DONE, type UpgradeRequest, type UpstreamProxy } from './http/proxy.ts';
 import { OPENAPI_PATH } from './http/openapi.ts';
+import type { GatewayMetrics } from './http/metrics.ts';
 import { takeAccessToken } from './http/access-token.ts';
 import { createFallbackApp } from './http/fallback-app.ts';
 import { addressKey, clientAddress, rateLimitHeaders, setRateLimitHeaders, tokenKey, type RateDecision, type RateLimiter } from './http/rate-limit.ts';
@@ -31,6 +32,7 @@ export interface GatewayDeps {
   limits: RateLimits;
   /** Longest silence from a service before the gateway gives up (504, or the response cut). */
   upstreamTimeoutMs: number;
+  metrics?: GatewayMetrics;
 }
 
 /** Buckets per bearer token and, for requests without a token that auth accepted, per source address. */
@@ -69,7 +71,7 @@ function pathOf(url: string | undefined): string {
  * per proxied request, as much as the whole proxying; see services/gateway/README.md.
  */
 export function createGateway(deps: GatewayDeps): Gateway {
-  const { logger, auth, limits } = deps;
+  const { logger, auth, limits, metrics } = deps;
   const proxies = new Map<Upstream, UpstreamProxy>();
   for (const [name, target] of deps.upstreams) proxies.set(name, createUpstreamProxy(name, target, logger, deps.upstreamTimeoutMs));
   const app = createFallbackApp(deps);
@@ -95,7 +97,10 @@ export function createGateway(deps: GatewayDeps): Gateway {
   /** Sets the RateLimit-* fields; a refused request is answered 429 here and false returned. */
   const admitted = (res: http.ServerResponse, d: RateDecision, whose: string): boolean => {
     setRateLimitHeaders(res, d);
-    if (!d.allowed) writeError(res, 429, rateLimitedBody(d, whose));
+    if (!d.allowed) {
+      deps.metrics?.rateLimited(whose === TOKEN ? 'token' : 'address');
+      writeError(res, 429, rateLimitedBody(d, whose));
+    }
     return d.allowed;
   };
 
@@ -131,18 +136,17 @@ export function createGateway(deps: GatewayDeps): Gateway {
     res.setHeader(REQUEST_ID_HEADER, requestId);
     req.headers[REQUEST_ID_HEADER] = requestId;
     const path = pathOf(req.url);
-    if (accessLog) {
+    const target = path === OPENAPI_PATH ? null : routeOf(path);
+    if (accessLog || metrics) {
       // The logged path never has its query string: a WebSocket client puts its
-      // access_token there, and any client might.
+      // access_token there, and any client might. One listener for both.
       const start = performance.now();
       res.once('finish', () => {
-        logger[accessLogLevel(path)](
-          { requestId, method: req.method, path, status: res.statusCode, ms: Math.round((performance.now() - start) * 100) / 100 },
-          'request',
-        );
+        const ms = performance.now() - start;
+        metrics?.observeRequest(req.method ?? 'GET', target?.upstream ?? 'gateway', res.statusCode, ms / 1000);
+        if (accessLog) logger[accessLogLevel(path)]({ requestId, method: req.method, path, status: res.statusCode, ms: Math.round(ms * 100) / 100 }, 'request');
       });
     }
-    const target = path === OPENAPI_PATH ? null : routeOf(path);
     if (target === null) {
       // The one public /api/v1 path: it counts against the caller's address.
       if (path === OPENAPI_PATH && !admitted(res, limits.addresses.take(addressKey(clientAddress(req, limits.trustedHops))), ADDRESS)) return;

@@ -1,4 +1,4 @@
-import { clientConstructor, fromGrpcError, grpc, PierError } from '@pier/kit';
+import { clientConstructor, fromGrpcError, grpc, observingClient, PierError, type GrpcCallObserver } from '@pier/kit';
 
 export interface Authenticated {
   user_id: string;
@@ -17,6 +17,8 @@ export interface AuthClientOptions {
   timeoutMs: number;
   /** The longest wait between two attempts to reconnect to auth (PIER_AUTH_RECONNECT_MAX_MS). */
   reconnectMaxMs: number;
+  /** Told of each call (the gateway's pier_grpc_client_duration_seconds). */
+  observe?: GrpcCallObserver;
 }
 
 /**
@@ -50,6 +52,7 @@ export class AuthClient {
       'grpc.max_reconnect_backoff_ms': options.reconnectMaxMs,
       // Channelz keeps per-call statistics for a debugging service nobody queries here.
       'grpc.enable_channelz': 0,
+      interceptors: options.observe ? [observingClient(options.observe)] : [],
     }) as unknown as AuthClient['client'];
   }
 
@@ -73,6 +76,13 @@ export class AuthClient {
         },
       );
     });
+  }
+
+  /** Readiness: the channel to auth connects within `timeoutMs`. */
+  ready(timeoutMs = 1000): Promise<void> {
+    return new Promise((resolve, reject) =>
+      this.client.waitForReady(Date.now() + timeoutMs, (err) => (err ? reject(new Error(`auth's gRPC port does not answer: ${err.message}`)) : resolve())),
+    );
   }
 
   close(): void {

@@ -21,6 +21,8 @@ const optionalUrl = (name: string) => z.preprocess((v) => (v === '' ? undefined 
  */
 export const gatewayEnv = z.object({
   PIER_GATEWAY_PORT: port(7100),
+  // /metrics, /healthz and /readyz, for the platform's operators: never the public port.
+  PIER_GATEWAY_METRICS_PORT: port(7109),
   PIER_BIND_HOST: z.string().default('127.0.0.1'),
   PIER_LOG_LEVEL: logLevel,
   PIER_AUTH_GRPC_URL: z.string().regex(/^[^\s/]+:\d+$/, "PIER_AUTH_GRPC_URL must be host:port of auth's gRPC server"),

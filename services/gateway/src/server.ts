@@ -1,9 +1,11 @@
-import { close, createLogger, Lifecycle, listen, type Logger, type RunningService } from '@pier/kit';
+import { close, createLogger, Lifecycle, listen, type Logger, type ReadinessChecks, type RunningService } from '@pier/kit';
+import { createGatewayMetrics, internalHandler } from './http/metrics.ts';
 import type { GatewayConfig } from './config.ts';
 import { AuthClient } from './auth-client.ts';
 import { createGateway } from './app.ts';
 import type { Upstream } from './routing.ts';
 import { RateLimiter } from './http/rate-limit.ts';
+import { answerClientError, GATEWAY_MAX_HEADER_BYTES } from './http/client-errors.ts';
 
 export interface GatewayOptions {
   /** Where log lines go (default stdout); tests capture the access log with it. */
@@ -16,7 +18,25 @@ export interface GatewayOptions {
  * It holds no database, so it takes the kit skeleton's lifecycle and listener rather than
  * startService.
  */
-export async function start(config: GatewayConfig, options: GatewayOptions = {}): Promise<RunningService> {
+/** Auth's channel, and each routed service's /healthz, answer within the readiness bound. */
+function readinessChecks(auth: AuthClient, upstreams: Map<Upstream, string>): ReadinessChecks {
+  const checks: ReadinessChecks = { auth: () => auth.ready() };
+  for (const [name, base] of upstreams) {
+    if (name === 'auth') continue;
+    checks[name] = async () => {
+      const res = await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(2000) });
+      if (!res.ok) throw new Error(`${name} answers /healthz with ${res.status}`);
+    };
+  }
+  return checks;
+}
+
+export interface RunningGateway extends RunningService {
+  /** Where /metrics, /healthz and /readyz answer (PIER_GATEWAY_METRICS_PORT). */
+  metricsPort: number;
+}
+
+export async function start(config: GatewayConfig, options: GatewayOptions = {}): Promise<RunningGateway> {
   const logger = options.logger ?? createLogger('gateway', config.PIER_LOG_LEVEL, options.logDestination);
   const life = new Lifecycle(logger);
   try {
@@ -24,7 +44,12 @@ export async function start(config: GatewayConfig, options: GatewayOptions = {})
     if (config.PIER_COMPUTE_URL) upstreams.set('compute', config.PIER_COMPUTE_URL);
     if (config.PIER_DATABASES_URL) upstreams.set('databases', config.PIER_DATABASES_URL);
     if (config.PIER_SECRETS_URL) upstreams.set('secrets', config.PIER_SECRETS_URL);
-    const auth = new AuthClient(config.PIER_AUTH_GRPC_URL, { timeoutMs: config.PIER_AUTH_TIMEOUT_MS, reconnectMaxMs: config.PIER_AUTH_RECONNECT_MAX_MS });
+    const metrics = createGatewayMetrics();
+    const auth = new AuthClient(config.PIER_AUTH_GRPC_URL, {
+      timeoutMs: config.PIER_AUTH_TIMEOUT_MS,
+      reconnectMaxMs: config.PIER_AUTH_RECONNECT_MAX_MS,
+      observe: metrics.grpcClient,
+    });
     life.onStop('auth client', () => auth.close());
     const limits = {
       tokens: new RateLimiter({ perHour: config.PIER_RATE_LIMIT_TOKEN_PER_HOUR, burst: config.PIER_RATE_LIMIT_TOKEN_BURST }),
@@ -35,13 +60,16 @@ export async function start(config: GatewayConfig, options: GatewayOptions = {})
       limits.tokens.close();
       limits.addresses.close();
     });
-    const gateway = createGateway({ logger, auth, upstreams, limits, upstreamTimeoutMs: config.PIER_UPSTREAM_TIMEOUT_MS });
+    const gateway = createGateway({ logger, auth, upstreams, limits, upstreamTimeoutMs: config.PIER_UPSTREAM_TIMEOUT_MS, metrics });
     life.onStop('upstream pools', () => gateway.close());
-    const { server, port } = await listen(gateway.handle, config.PIER_GATEWAY_PORT, config.PIER_BIND_HOST);
+    const { server, port } = await listen(gateway.handle, config.PIER_GATEWAY_PORT, config.PIER_BIND_HOST, { maxHeaderSize: GATEWAY_MAX_HEADER_BYTES });
     server.on('upgrade', gateway.upgrade);
+    server.on('clientError', answerClientError);
     life.onStop('HTTP server', () => close(server));
-    logger.info({ port, routed: [...upstreams.keys()] }, 'gateway listening');
-    return { name: 'gateway', httpPort: port, stop: () => life.stopAll() };
+    const internal = await listen(internalHandler(metrics, readinessChecks(auth, upstreams)), config.PIER_GATEWAY_METRICS_PORT, config.PIER_BIND_HOST);
+    life.onStop('metrics server', () => close(internal.server));
+    logger.info({ port, metricsPort: internal.port, routed: [...upstreams.keys()] }, 'gateway listening');
+    return { name: 'gateway', httpPort: port, metricsPort: internal.port, stop: () => life.stopAll() };
   } catch (err) {
     await life.stopAll();
     throw err;

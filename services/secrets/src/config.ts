@@ -31,6 +31,12 @@ export const secretsEnv = serviceEnv
     PIER_COMPUTE_SERVICE_PUBLIC_KEY: z.string().min(1).optional(),
     /** How often the reconciler looks for records a crash left half-done. */
     PIER_SECRETS_RECONCILE_INTERVAL_SECONDS: z.coerce.number().positive().default(30),
+    /**
+     * How old a record left `creating` or `deleting` (or a stray temporary file of the docker
+     * store) must be before the reconciler takes it for a crash's leftover rather than a
+     * request in flight. Well above the store call deadline (10 s).
+     */
+    PIER_SECRETS_PENDING_GRACE_SECONDS: z.coerce.number().positive().default(60),
   })
   .superRefine((env, ctx) => {
     if (env.PIER_CLUSTER === 'docker' && !env.PIER_SECRETS_STORE_KEY) {

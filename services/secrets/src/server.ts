@@ -1,4 +1,4 @@
-import { startService, type RunningService } from '@pier/kit';
+import { clusterCallMetric, startService, timedPort, type RunningService } from '@pier/kit';
 import type { SecretsConfig } from './config.ts';
 import { secretStoreFor } from './cluster/select.ts';
 import type { SecretStorePort } from './domain/store-port.ts';
@@ -33,14 +33,17 @@ export async function start(config: SecretsConfig, opts: StartOptions = {}): Pro
     schema: SCHEMA,
     migrations,
     logDestination: opts.logDestination,
-    async wire({ db, logger, relay }) {
+    async wire({ db, logger, relay, metrics }) {
       const caller = await CallerCheck.create(config.PIER_COMPUTE_SERVICE_PUBLIC_KEY);
       if (!config.PIER_COMPUTE_SERVICE_PUBLIC_KEY) logger.warn('PIER_COMPUTE_SERVICE_PUBLIC_KEY is not set: every gRPC call will be refused');
-      const store = opts.store ?? secretStoreFor(config);
+      const store = timedPort(opts.store ?? secretStoreFor(config), 'store', clusterCallMetric(metrics));
       const records = new KnexSecretsStore(db);
       const poke = () => relay.poke();
       const secrets = new Secrets(records, store, logger, poke);
-      const reconciler = new Reconciler(records, store, logger, poke, config.PIER_SECRETS_RECONCILE_INTERVAL_SECONDS * 1000, opts.reconciler);
+      const reconciler = new Reconciler(records, store, logger, poke, config.PIER_SECRETS_RECONCILE_INTERVAL_SECONDS * 1000, {
+        staleAfterMs: config.PIER_SECRETS_PENDING_GRACE_SECONDS * 1000,
+        ...opts.reconciler,
+      });
       return {
         routes: secretsRoutes(secrets, (vpcId) => records.countInVpc(vpcId)),
         grpc: { port: config.PIER_SECRETS_GRPC_PORT, services: [secretsGrpcService(secrets, caller)] },

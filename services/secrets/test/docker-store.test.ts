@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, readFile, rename, rm, stat, writeFile, mkdir } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rename, rm, stat, utimes, writeFile, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -76,6 +76,20 @@ describe('docker secret store (encrypted files)', () => {
     await store.delete(ref);
     expect(await store.read(ref)).toBeUndefined();
     expect(await store.list()).toEqual([]);
+  });
+
+  it('removes temporary files an interrupted write left once older than the grace, never a write in flight', async () => {
+    const store = new DockerSecretStore(root, key);
+    await store.apply(ref, { K: 'v' });
+    const vpcDir = path.join(root, `vpc-${vpcId}`);
+    const stray = path.join(vpcDir, `.${crypto.randomUUID()}.0123456789ab.tmp`);
+    await writeFile(stray, 'sealed values');
+    expect(await store.removeStrays(60_000)).toBe(0); // seconds old: maybe a write in flight
+    expect(await readdir(vpcDir)).toContain(path.basename(stray));
+    await utimes(stray, new Date(Date.now() - 120_000), new Date(Date.now() - 120_000));
+    expect(await store.removeStrays(60_000)).toBe(1);
+    expect(await readdir(vpcDir)).toEqual([`${ref.secretId}.secret`]);
+    expect(await store.list()).toEqual([{ vpcId, secretId: ref.secretId }]);
   });
 
   it('fails (does not pretend) when the store directory is unusable', async () => {

@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import { paginate, PierApiError, unwrap, type PierClient } from '@pier/sdk';
 import { examples, run } from '../command.ts';
 import { clientFor, type Context } from '../context.ts';
-import { CliError } from '../errors.ts';
+import { CliError, shownOnce } from '../errors.ts';
 import { credentialsPath, readConfig, readCredentials, writeConfig, writeCredentials, type Config } from '../config-files.ts';
 import { ask, askHidden, readAllStdin } from '../prompt.ts';
 
@@ -62,9 +62,10 @@ async function login(ctx: Context, opts: { apiUrl?: string }): Promise<void> {
     throw err;
   });
   const session = await unwrap(probe.POST('/api/v1/cli-sessions', { body: { name: sessionName() } }));
-  await writeCredentials(ctx.dir, { api_url: apiUrl, token: session.token, session_id: session.id });
+  const sessionToken = shownOnce(session.token, 'session token');
+  await writeCredentials(ctx.dir, { api_url: apiUrl, token: sessionToken, session_id: session.id });
 
-  const client = clientFor(apiUrl, session.token);
+  const client = clientFor(apiUrl, sessionToken);
   const scope = await chooseScope(client, await readConfig(ctx.dir).catch(() => ({})));
   await writeConfig(ctx.dir, { workspace_id: scope.workspace_id, vpc_id: scope.vpc_id });
   ctx.out.result(

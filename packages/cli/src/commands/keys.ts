@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { paginate, unwrap } from '@pier/sdk';
 import { collect, examples, group, integer, run } from '../command.ts';
 import { byNameOrId, type Context } from '../context.ts';
+import { shownOnce } from '../errors.ts';
 import { collectAll, confirm } from '../resources.ts';
 
 const KEYS = '/api/v1/workspaces/{workspaceID}/api-keys' as const;
@@ -55,8 +56,9 @@ export function register(program: Command): void {
           const created = await unwrap(
             client.POST(KEYS, { params: { path: { workspaceID } }, body: { name, expires_in_days: o.expiresInDays, scopes: o.scope } }),
           );
+          const key = shownOnce(created.key, 'API key');
           ctx.out.result(created, () => {
-            ctx.out.line(created.key);
+            ctx.out.line(key);
             ctx.out.note(`API key ${created.name} (${created.id}): this is the only time it is shown; store it now.`);
           });
         }),

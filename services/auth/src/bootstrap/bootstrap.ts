@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Logger } from '@pier/kit';
+import { crashPoint, type Logger } from '@pier/kit';
 import type { AuthStore } from '../domain/store-port.ts';
 import { createWorkspaceIn } from '../domain/workspaces.ts';
 import { apiKeyCreated } from '../domain/events.ts';
@@ -75,8 +75,12 @@ export async function bootstrap(store: AuthStore, settings: BootstrapSettings, l
     await tx.event(apiKeyCreated(workspace.id, key.id, key.name, null, [], user.id));
     await tx.recordBootstrap({ user_id: user.id, workspace_id: workspace.id, vpc_id: vpc.id, api_key_id: key.id });
     await writeCliFiles(settings.configDir, { api_url: settings.apiUrl, token: secret.key }, { workspace_id: workspace.id, vpc_id: vpc.id });
+    // The files hold a key the database does not (yet): the next start creates everything again and rewrites them.
+    crashPoint('auth.bootstrap.files-written');
     return { created: true, userId: user.id, workspaceId: workspace.id, vpcId: vpc.id, apiKeyId: key.id, apiUrl: settings.apiUrl, token: secret.key, ...files };
   });
+  // Committed with the files written: the next start finds the record and leaves the files be.
+  crashPoint('auth.bootstrap.committed');
   if (!result) {
     log.info('bootstrap skipped: the database already has users');
   } else if (result.created) {

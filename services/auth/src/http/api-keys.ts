@@ -72,6 +72,7 @@ export function apiKeyRoutes(apiKeys: ApiKeys): Route[] {
         const created = await apiKeys.create(identity.subject, params.workspaceID, { name: body.name, expiresInDays: body.expires_in_days, scopes });
         return { status: 201, body: { ...keyJson(created), key: created.key } };
       },
+      shownOnce: ['key'],
     }),
     defineRoute({
       method: 'delete',

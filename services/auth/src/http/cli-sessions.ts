@@ -46,6 +46,7 @@ export function cliSessionRoutes(sessions: CliSessions): Route[] {
         const created = await sessions.create(identity.subject, { name: body.name, expiresInDays: body.expires_in_days });
         return { status: 201, body: { ...sessionJson(created), token: created.token } };
       },
+      shownOnce: ['token'],
     }),
     defineRoute({
       method: 'get',

@@ -1,4 +1,4 @@
-import { createOutboxTable, type Knex, type Migration } from '@pier/kit';
+import { createIdempotencyTable, createOutboxTable, type Knex, type Migration } from '@pier/kit';
 
 export const SCHEMA = 'auth';
 
@@ -87,5 +87,10 @@ export const migrations: Migration[] = [
         await db.schema.dropTable(table);
       }
     },
+  },
+  {
+    name: '0003_idempotency_keys',
+    up: (db) => createIdempotencyTable(db),
+    down: (db) => db.schema.dropTable('idempotency_keys'),
   },
 ];

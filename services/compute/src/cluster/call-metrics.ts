@@ -1,8 +1,9 @@
 // Every call compute makes to its cluster's API (the Docker engine, the Kubernetes API),
 // timed by operation for /metrics.
 
-/** Told of each cluster API call: its operation, whether it failed, and how long it took. */
-export type ClusterCallObserver = (operation: string, outcome: 'ok' | 'error', seconds: number) => void;
+import type { ClusterCallObserver } from '@pier/kit';
+
+export type { ClusterCallObserver };
 
 /**
  * The operation label of a call's description: what comes before an object's name

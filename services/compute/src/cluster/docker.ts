@@ -1,5 +1,5 @@
 import type Docker from 'dockerode';
-import { dockerLimits, vpcNetwork, type Logger } from '@pier/kit';
+import { crashPoint, dockerLimits, vpcNetwork, type Logger } from '@pier/kit';
 import { ensureVpcNetwork } from '@pier/kit/docker';
 import { isReference, referencesOf } from '../domain/env-vars.ts';
 import { referenceKey, type SecretsPort } from '../domain/secrets-port.ts';
@@ -109,6 +109,8 @@ export class DockerCluster implements ClusterPort {
         const found = mine.find((c) => c.Labels[LABEL.role] === 'replica' && c.Labels[LABEL.replica] === String(i));
         if (!found) {
           const id = await this.create(base, spec, 'replica', String(i));
+          // Created, never started: the next apply of this deployment starts it (`created` below).
+          crashPoint('compute.rollout.container-created');
           await this.call('container start', () => this.docker.getContainer(id).start());
         } else if (found.State === 'created') {
           await this.call('container start', () => this.docker.getContainer(found.Id).start());

@@ -97,7 +97,8 @@ function podTemplate(spec: WorkloadSpec, role: 'replica' | 'run') {
     name: 'app',
     image: spec.image,
     imagePullPolicy: 'IfNotPresent',
-    env: env(spec),
+    // No empty list: the API server would not store one (the object read back has no `env`).
+    ...(spec.env.length ? { env: env(spec) } : {}),
     resources: { requests: resources, limits: resources },
     securityContext: { allowPrivilegeEscalation: false },
   };

@@ -3,7 +3,7 @@ import { type KubeConfig, KubernetesObjectApi, PatchStrategy, VersionApi, type K
 import { observed, type ClusterCallObserver } from './call-metrics.ts';
 import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
 import { UnavailableError, vpcNamespace, type Logger } from '@pier/kit';
-import { kubeConfigFrom, kubernetesApiConfiguration } from '@pier/kit/kubernetes';
+import { isRefusedApply, kubeConfigFrom, kubernetesApiConfiguration } from '@pier/kit/kubernetes';
 import {
   WorkloadRejectedError,
   type ClusterPort,
@@ -41,7 +41,8 @@ export function kubernetesError(err: unknown, what: string): Error {
   const netCode = typeof e?.code === 'string' ? e.code : e?.cause?.code;
   if (netCode && UNREACHABLE.has(netCode)) return new UnavailableError(`the cluster cannot be reached (kubernetes: ${netCode})`, 'cluster_unavailable');
   if (typeof e?.code === 'number') {
-    if (e.code >= 500 || e.code === 429) return new UnavailableError(`the cluster is not answering (kubernetes ${what}: ${e.code})`, 'cluster_unavailable');
+    if ((e.code >= 500 && !isRefusedApply(err)) || e.code === 429)
+      return new UnavailableError(`the cluster is not answering (kubernetes ${what}: ${e.code})`, 'cluster_unavailable');
     let detail = e.message ?? '';
     try {
       const body = typeof e.body === 'string' ? JSON.parse(e.body) : e.body;
@@ -100,6 +101,25 @@ function podUnit(pod: V1Pod): ReplicaUnit {
     }
   }
   if (pod.metadata?.deletionTimestamp) return unit('pending', `pod ${name} is terminating`);
+  if (role === 'replica') {
+    for (const s of statuses) {
+      // A replica's container that exited. While it backs off before the next restart the
+      // kubelet (1.37) mostly reports it `terminated`, not `waiting: CrashLoopBackOff`.
+      const exited = s.state?.terminated;
+      if (exited) return unit('failed', `pod ${name}: its container exited with code ${exited.exitCode}${exited.reason ? ` (${exited.reason})` : ''}`);
+      // Restarted in place after dying (killed on the node, out of memory): the pod stays,
+      // so the restart is the only trace. It reads as failed, as a container killed on
+      // Docker does, until it has been running (and ready) for MIN_READY_MS again.
+      const before = s.lastState?.terminated;
+      const startedAt = s.state?.running?.startedAt;
+      if (before && (!s.ready || !startedAt || Date.now() - new Date(startedAt).getTime() < MIN_READY_MS)) {
+        return unit(
+          'failed',
+          `pod ${name}: its container exited with code ${before.exitCode}${before.reason ? ` (${before.reason})` : ''} and was restarted (${s.restartCount} restarts)`,
+        );
+      }
+    }
+  }
   const ready = pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
   if (!ready) return unit('pending', `pod ${name} is ${phase ?? 'Pending'} and not ready yet`);
   if (role === 'run') return unit('pending');

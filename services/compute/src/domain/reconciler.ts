@@ -47,6 +47,11 @@ export class Reconciler {
     return this.loop.stop();
   }
 
+  /** Settles once the start-up pass has run (kit's Background): a retried keyed create waits for it. */
+  recovered(): Promise<void> {
+    return this.loop.firstPass();
+  }
+
   /** One pass: settle rollouts in progress (so their events go out without anyone reading), finish teardowns. */
   async pass(): Promise<void> {
     this.passes++;

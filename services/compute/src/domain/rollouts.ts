@@ -6,7 +6,7 @@
 // the outcome visible — the deployment, the service's new configuration/environment, its
 // status and the events. An unreachable cluster deletes the pending row (503, nothing
 // written); a crash in between leaves the pending row, which recovery finishes.
-import { type Logger } from '@pier/kit';
+import { crashPoint, type Logger } from '@pier/kit';
 import { WorkloadRejectedError } from './cluster-port.ts';
 import { MissingSecretError } from './secrets-port.ts';
 import type { ComputeStore } from './store-port.ts';
@@ -68,8 +68,12 @@ export async function rollout(ctx: ComputeContext, service: Service, req: Rollou
       }
     }
   }
+  // The cluster runs it, the records do not have it yet: recovery applies it again and commits.
+  if (failure === null) crashPoint('compute.rollout.applied');
   const result = await commitRollout(ctx.store, pending, failure);
   ctx.eventsWritten();
+  // Committed `deploying`, the client not answered: the reconciler settles it running.
+  crashPoint('compute.rollout.committed');
   return result;
 }
 

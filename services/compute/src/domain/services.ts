@@ -1,6 +1,6 @@
 // Service lifecycle: create, read (with live status), update, delete.
 import { releaseDomains } from './domains.ts';
-import { ConflictError, UnavailableError, type PageRequest } from '@pier/kit';
+import { ConflictError, UnavailableError, crashPoint, type PageRequest } from '@pier/kit';
 import { WorkloadRejectedError } from './cluster-port.ts';
 import { events } from './events.ts';
 import { configFromCreate, configFromPatch, workloadChanged, type CreateServiceInput, type PatchServiceInput, type ServiceConfig } from './service-config.ts';
@@ -131,6 +131,8 @@ export async function teardown(ctx: ComputeContext, service: Service): Promise<v
     // Off the edge first (it is `deleting`, so out of the routing table), certificates with it.
     await releaseDomains(ctx, service);
     await ctx.cluster.delete(refOf(service));
+    // Gone from the cluster, the record still `deleting`: the reconciler's next pass finishes it.
+    crashPoint('compute.teardown.deleted');
     await ctx.store.transaction(async (tx) => {
       const before = await tx.lockService(service.id);
       if (!before || before.deleted_at) return;

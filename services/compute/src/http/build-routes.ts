@@ -34,7 +34,11 @@ export function buildRoutes(ctx: ComputeContext): Route[] {
       access: 'Member',
       params: serviceParams,
       query: pageQuery,
-      responses: { 200: { description: 'A page of builds', schema: listOf(buildSchema) }, 404: errors[404] },
+      responses: {
+        200: { description: 'A page of builds', schema: listOf(buildSchema) },
+        400: { description: 'Invalid `limit` or `cursor`; `field` names it' },
+        404: errors[404],
+      },
       handler: async ({ params, query }) => {
         const page = await listBuilds(ctx, scope(params), params.serviceID, query);
         return { status: 200, body: { items: page.items.map(buildJson), next_cursor: page.nextCursor } };
@@ -99,7 +103,11 @@ export function buildRoutes(ctx: ComputeContext): Route[] {
       access: 'Member',
       params: buildParams,
       query: z.object({ follow: queryFlag(false, 'Stream the log as server-sent events until the build ends') }),
-      responses: { 200: { description: 'The log (or, with follow=true, a text/event-stream)', schema: buildLogSchema }, 404: errors[404] },
+      responses: {
+        200: { description: 'The log (or, with follow=true, a text/event-stream)', schema: buildLogSchema },
+        400: { description: 'Invalid `follow`' },
+        404: errors[404],
+      },
       handler: async ({ params, query, signal }) => {
         if (query.follow) {
           const build = await getBuild(ctx, scope(params), params.serviceID, params.buildID);

@@ -44,7 +44,11 @@ export function diskBackupRoutes(ctx: ComputeContext): Route[] {
       access: 'Member',
       params: serviceParams,
       query: pageQuery,
-      responses: { 200: { description: 'A page of backups', schema: diskBackupListSchema }, 404: errors[404] },
+      responses: {
+        200: { description: 'A page of backups', schema: diskBackupListSchema },
+        400: { description: 'Invalid `limit` or `cursor`; `field` names it' },
+        404: errors[404],
+      },
       handler: async ({ params, query }) => {
         const view = await listBackups(ctx, scope(params), params.serviceID, query);
         return {

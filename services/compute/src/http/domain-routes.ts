@@ -39,7 +39,11 @@ export function domainRoutes(ctx: ComputeContext): Route[] {
       access: 'Member',
       params: serviceParams,
       query: pageQuery,
-      responses: { 200: { description: 'A page of domains', schema: listOf(domainSchema) }, 404: errors[404] },
+      responses: {
+        200: { description: 'A page of domains', schema: listOf(domainSchema) },
+        400: { description: 'Invalid `limit` or `cursor`; `field` names it' },
+        404: errors[404],
+      },
       handler: async ({ params, query }) => {
         const { service, page } = await listDomains(ctx, scope(params), params.serviceID, query);
         return { status: 200, body: { items: await render(ctx, service, page.items), next_cursor: page.nextCursor } };

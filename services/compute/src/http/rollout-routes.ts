@@ -65,7 +65,11 @@ export function rolloutRoutes(ctx: ComputeContext): Route[] {
       access: 'Member',
       params: serviceParams,
       query: pageQuery,
-      responses: { 200: { description: 'A page of deployments', schema: listOf(deploymentSchema) }, 404: responses[404] },
+      responses: {
+        200: { description: 'A page of deployments', schema: listOf(deploymentSchema) },
+        400: { description: 'Invalid `limit` or `cursor`; `field` names it' },
+        404: responses[404],
+      },
       handler: async ({ params, query }) => {
         const page = await listDeployments(ctx, scope(params), params.serviceID, query);
         return { status: 200, body: { items: page.items.map(deploymentJson), next_cursor: page.nextCursor } };

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineRoute, pageQuery, type Route } from '@pier/kit';
+import { NotFoundError, defineRoute, pageQuery, type Route } from '@pier/kit';
 import { createServiceBody, patchServiceBody } from '../domain/service-config.ts';
 import { createService, deleteService, getService, listServices, updateService } from '../domain/services.ts';
 import type { ComputeContext } from '../domain/context.ts';
@@ -31,7 +31,11 @@ export function serviceRoutes(ctx: ComputeContext): Route[] {
       access: 'Member',
       params: vpcParams,
       query: pageQuery,
-      responses: { 200: { description: 'A page of services', schema: listOf(serviceSchema) }, 503: errors[503] },
+      responses: {
+        200: { description: 'A page of services', schema: listOf(serviceSchema) },
+        400: { description: 'Invalid `limit` or `cursor`; `field` names it' },
+        503: errors[503],
+      },
       handler: async ({ params, query }) => {
         const page = await listServices(ctx, scope(params), query);
         return {
@@ -57,6 +61,14 @@ export function serviceRoutes(ctx: ComputeContext): Route[] {
         503: errors[503],
       },
       handler: async ({ params, body }) => ({ status: 201, body: serviceJson(await createService(ctx, scope(params), body), ctx.edge) }),
+      // A dead attempt's unfinished service was removed by the reconciler's first pass.
+      replay: async ({ params }, id) => {
+        const made = await getService(ctx, scope(params), id).catch((err: unknown) => {
+          if (err instanceof NotFoundError) return undefined;
+          throw err;
+        });
+        return made && { status: 201, body: serviceJson(made.service, ctx.edge) };
+      },
     }),
     defineRoute({
       method: 'get',
@@ -89,7 +101,13 @@ export function serviceRoutes(ctx: ComputeContext): Route[] {
       tag: 'services',
       access: 'Admin',
       params: serviceParams,
-      responses: { 202: { description: 'Teardown started', schema: serviceSchema }, 403: errors[403], 404: errors[404], 503: errors[503] },
+      responses: {
+        202: { description: 'Teardown started', schema: serviceSchema },
+        403: errors[403],
+        404: errors[404],
+        409: { description: 'The service is already deleted (`service_deleted`)' },
+        503: errors[503],
+      },
       handler: async ({ params }) => ({ status: 202, body: serviceJson(await deleteService(ctx, scope(params), params.serviceID), ctx.edge) }),
     }),
   ];

@@ -1,4 +1,4 @@
-import { PierError } from '@pier/kit';
+import { PierError, type GrpcCallObserver } from '@pier/kit';
 import { SecretsClient } from '@pier/secrets';
 import type { ComputeConfig } from '../config.ts';
 import { MissingSecretError, referenceKey, type SecretReference, type SecretScope, type SecretsPort, type ReferenceProblem } from '../domain/secrets-port.ts';
@@ -25,8 +25,8 @@ export class GrpcSecrets implements SecretsPort {
 }
 
 /** The secrets service as compute's SecretsPort, per configuration. */
-export function createSecretsPort(config: ComputeConfig): { port: SecretsPort; close(): void } {
+export function createSecretsPort(config: ComputeConfig, observe?: GrpcCallObserver): { port: SecretsPort; close(): void } {
   if (!config.PIER_SECRETS_GRPC_URL || !config.PIER_COMPUTE_SERVICE_PRIVATE_KEY) return { port: new UnconfiguredSecrets(), close: () => undefined };
-  const client = new SecretsClient({ address: config.PIER_SECRETS_GRPC_URL, privateKeyJwk: config.PIER_COMPUTE_SERVICE_PRIVATE_KEY });
+  const client = new SecretsClient({ address: config.PIER_SECRETS_GRPC_URL, privateKeyJwk: config.PIER_COMPUTE_SERVICE_PRIVATE_KEY, observe });
   return { port: new GrpcSecrets(client), close: () => client.close() };
 }

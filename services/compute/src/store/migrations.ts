@@ -1,4 +1,4 @@
-import { createOutboxTable, type Migration } from '@pier/kit';
+import { createIdempotencyTable, createOutboxTable, type Migration } from '@pier/kit';
 
 export const SCHEMA = 'compute';
 
@@ -311,5 +311,10 @@ export const migrations: Migration[] = [
         t.dropColumn('disk_volume');
       });
     },
+  },
+  {
+    name: '0010_idempotency_keys',
+    up: (db) => createIdempotencyTable(db),
+    down: (db) => db.schema.dropTable('idempotency_keys'),
   },
 ];

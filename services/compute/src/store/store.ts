@@ -1,4 +1,4 @@
-import { keysetPage, mapPage, translatePgError, writeEvent, type Knex, type Page, type PageRequest, type PierEvent } from '@pier/kit';
+import { insertForKey, keysetPage, mapPage, translatePgError, writeEvent, type Knex, type Page, type PageRequest, type PierEvent } from '@pier/kit';
 import type { Deployment, EnvVar, Service } from '../domain/records.ts';
 import type { DeploymentStatus, ServiceStatus } from '../domain/status.ts';
 import type { EnvEntry } from '../domain/env-vars.ts';
@@ -40,9 +40,12 @@ export class KnexComputeStore implements ComputeStore {
 
   async insertService(row: NewService): Promise<Service> {
     try {
-      const [r] = await this.db('services')
-        .insert(serviceValues({ ...row, provisioned: false }))
-        .returning('*');
+      const r = await insertForKey(this.db as Knex, async (q) => {
+        const [inserted] = await q('services')
+          .insert(serviceValues({ ...row, provisioned: false }))
+          .returning('*');
+        return inserted as { id: string };
+      });
       return serviceRow(r);
     } catch (err) {
       return translatePgError(err, { unique: `a service named "${row.name}" already exists in this VPC` });

@@ -1,4 +1,4 @@
-import { call, clientConstructor, grpc, UnavailableError } from '@pier/kit';
+import { call, clientConstructor, grpc, observingClient, UnavailableError, type GrpcCallObserver } from '@pier/kit';
 import type { VpcDirectory } from '../domain/vpc-directory.ts';
 
 /** Auth's `FindVpc` (proto/auth.proto) as the databases service's VpcDirectory. */
@@ -8,9 +8,10 @@ export class GrpcVpcDirectory implements VpcDirectory {
   constructor(
     address: string,
     private readonly timeoutMs = 5000,
+    observe?: GrpcCallObserver,
   ) {
     const Ctor = clientConstructor('auth.proto', 'auth.v1', 'Auth');
-    this.client = new Ctor(address, grpc.credentials.createInsecure());
+    this.client = new Ctor(address, grpc.credentials.createInsecure(), { interceptors: observe ? [observingClient(observe)] : [] });
   }
 
   async isWorkspaceVpc(identityToken: string, vpcId: string): Promise<boolean> {

@@ -1,7 +1,7 @@
 import { ApiException, type KubeConfig, KubernetesObjectApi, PatchStrategy, type KubernetesObject } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
 import { vpcNamespace, UnavailableError, ConflictError } from '@pier/kit';
-import { kubeConfigFrom, kubernetesApiConfiguration } from '@pier/kit/kubernetes';
+import { isRefusedApply, kubeConfigFrom, kubernetesApiConfiguration } from '@pier/kit/kubernetes';
 import type { ClusterCapabilities } from '../domain/capabilities.ts';
 import { appUserOf, CONSOLE_USER, shortIdOf, type Engine } from '../domain/database.ts';
 import type { ExternalDomains } from '../domain/context.ts';
@@ -104,7 +104,7 @@ export class KubernetesCluster implements DatabaseCluster {
       if ((err as { name?: string })?.name === 'PierError') throw err;
       if (err instanceof ApiException) {
         // The API server failing, or refusing our credentials, is the cluster being unavailable to us.
-        if (err.code >= 500 || err.code === 401 || err.code === 403) {
+        if ((err.code >= 500 && !isRefusedApply(err)) || err.code === 401 || err.code === 403) {
           throw new UnavailableError(`kubernetes API answered ${err.code}`, 'cluster_unavailable');
         }
         throw err;

@@ -71,6 +71,8 @@ async function provisionRow(ctx: DatabasesContext, row: DatabaseRecord): Promise
     await tx.event(events.created(visible));
     return visible;
   });
+  // Committed `creating`, the client not answered: the reconciler's resync publishes `running`.
+  crashPoint('databases.provision.committed');
   ctx.eventsWritten();
   return db;
 }

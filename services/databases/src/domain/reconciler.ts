@@ -50,6 +50,11 @@ export class Reconciler {
     return this.loop.stop();
   }
 
+  /** Settles once the start-up pass has run (kit's Background): a retried keyed create waits for it. */
+  recovered(): Promise<void> {
+    return this.loop.firstPass();
+  }
+
   /** One pass: pending rows past the grace (a request may still hold younger ones). */
   pass(): Promise<void> {
     return this.recover(new Date(this.ctx.now().getTime() - this.ctx.deadlines.pendingGraceMs));

@@ -1,4 +1,4 @@
-import { defineRoute, pageQuery, type Route } from '@pier/kit';
+import { NotFoundError, defineRoute, pageQuery, type Route } from '@pier/kit';
 import type { DatabasesContext } from '../domain/context.ts';
 import { getDatabase, listDatabases } from '../domain/live-status.ts';
 import { provisionDatabase } from '../domain/provision.ts';
@@ -42,6 +42,14 @@ export function databaseRoutes(ctx: DatabasesContext): Route[] {
       body: s.provisionBody,
       responses: { 202: { description: 'accepted; provisioning', schema: s.database }, 409: { description: 'name taken', schema: s.errorBody }, ...errors },
       handler: async ({ params, body }) => ({ status: 202, body: databaseJson(await provisionDatabase(ctx, scope(params), body)) }),
+      // A dead attempt's unfinished database was undone by the reconciler's first pass.
+      replay: async ({ params }, id) => {
+        const made = await getDatabase(ctx, scope(params), id).catch((err: unknown) => {
+          if (err instanceof NotFoundError) return undefined;
+          throw err;
+        });
+        return made && { status: 202, body: databaseJson(made) };
+      },
     }),
     defineRoute({
       method: 'get',

@@ -1,4 +1,4 @@
-import { keysetPage, mapPage, translatePgError, writeEvent, type Knex, type Page, type PageRequest, type PierEvent } from '@pier/kit';
+import { insertForKey, keysetPage, mapPage, translatePgError, writeEvent, type Knex, type Page, type PageRequest, type PierEvent } from '@pier/kit';
 import type { AllowlistRule, DatabaseRecord, DatabaseStatus, PendingChange, RuleState } from '../domain/database.ts';
 import type { BackupMethod, BackupRecord, BackupSchedule, BackupStatus } from '../domain/backup.ts';
 import { backupFromRow, fromRow, ruleFromRow, scheduleFromRow, type BackupRow, type DatabaseRow, type RuleRow, type ScheduleRow } from './rows.ts';
@@ -67,25 +67,28 @@ export class KnexDatabasesStore implements DatabasesStore {
 
   async insertUnprovisioned(d: NewDatabase): Promise<DatabaseRecord> {
     try {
-      const [row] = (await this.db('databases')
-        .insert({
-          id: d.id,
-          short_id: d.shortId,
-          workspace_id: d.workspaceId,
-          vpc_id: d.vpcId,
-          name: d.name,
-          engine: d.engine,
-          instance_type: d.instanceType,
-          storage_gb: d.storageGb,
-          version: d.version,
-          replicas: d.replicas,
-          external_access_enabled: d.externalAccessEnabled,
-          restore_source: d.restoreSource && JSON.stringify(d.restoreSource),
-          status: 'creating',
-          provisioned: false,
-        })
-        .returning('*')) as DatabaseRow[];
-      return fromRow(row!);
+      const row = await insertForKey(this.db as Knex, async (q) => {
+        const [inserted] = (await q('databases')
+          .insert({
+            id: d.id,
+            short_id: d.shortId,
+            workspace_id: d.workspaceId,
+            vpc_id: d.vpcId,
+            name: d.name,
+            engine: d.engine,
+            instance_type: d.instanceType,
+            storage_gb: d.storageGb,
+            version: d.version,
+            replicas: d.replicas,
+            external_access_enabled: d.externalAccessEnabled,
+            restore_source: d.restoreSource && JSON.stringify(d.restoreSource),
+            status: 'creating',
+            provisioned: false,
+          })
+          .returning('*')) as DatabaseRow[];
+        return inserted!;
+      });
+      return fromRow(row);
     } catch (err) {
       // Which unique index refused the row decides what it means.
       if ((err as { constraint?: string })?.constraint === 'databases_short_id_live') throw new ShortIdTaken();

@@ -1,4 +1,4 @@
-import { createOutboxTable, nextFireTime, type Migration } from '@pier/kit';
+import { createIdempotencyTable, createOutboxTable, nextFireTime, type Migration } from '@pier/kit';
 import { BACKUP_METHODS, BACKUP_STATUSES, defaultSchedule, RETENTION_COUNT } from '../domain/backup.ts';
 
 export const SCHEMA = 'databases';
@@ -167,5 +167,10 @@ export const migrations: Migration[] = [
         t.dropColumn('backups_purged_at');
       });
     },
+  },
+  {
+    name: '0005_idempotency_keys',
+    up: (db) => createIdempotencyTable(db),
+    down: (db) => db.schema.dropTable('idempotency_keys'),
   },
 ];

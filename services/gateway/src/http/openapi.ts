@@ -20,18 +20,42 @@ export const ACCESS_TOKEN_PARAM = 'access_token';
 const ERROR_REF = { $ref: '#/components/schemas/Error' };
 const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: ERROR_REF } } });
 
-type Response = { description?: string; content?: Record<string, { schema?: { properties?: Record<string, unknown>; $ref?: string } }> };
-type Operation = { responses?: Record<string, Response>; security?: unknown };
+const intHeader = (description: string) => ({ description, schema: { type: 'integer', minimum: 0 } });
+/** What every /api/v1 answer carries (rate-limit.ts); described once, on the 429. */
+const RATE_LIMIT_HEADERS = {
+  'Retry-After': intHeader('Seconds until the request would be accepted'),
+  'RateLimit-Limit': intHeader('The burst: requests the bucket holds when full (also sent on every answer)'),
+  'RateLimit-Remaining': intHeader('Requests left in the bucket now (also sent on every answer)'),
+  'RateLimit-Reset': intHeader('Seconds until the bucket is full again (also sent on every answer)'),
+};
+
+type Response = {
+  description?: string;
+  headers?: Record<string, unknown>;
+  content?: Record<string, { schema?: { properties?: Record<string, unknown>; $ref?: string } }>;
+};
+type Operation = { responses?: Record<string, Response>; security?: unknown; requestBody?: unknown };
 export type Paths = Record<string, Record<string, Operation>>;
 
 /**
  * Every error response points at the one Error schema (services describe the same body
- * inline), and every operation lists the errors the gateway itself may answer with.
+ * inline), and every operation lists the errors the gateway itself may answer with: under
+ * a workspace, that includes the 404 for a workspace the caller is not a member of, or a
+ * VPC outside it (the service's own 404 description wins where it has one).
  */
-function withErrorResponses(responses: Record<string, Response>): Record<string, Response> {
+function withErrorResponses(responses: Record<string, Response>, path: string, hasBody: boolean): Record<string, Response> {
   const out: Record<string, Response> = {
     '401': errorResponse('Missing, invalid, revoked or expired token'),
+    ...(path.includes('{workspaceID}') ? { '404': errorResponse('Workspace not found (or the caller is not a member), or VPC not found in it') } : {}),
+    '429': {
+      ...errorResponse('`rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds'),
+      headers: RATE_LIMIT_HEADERS,
+    },
+    // Node's limit on the request line plus headers: a long query string reaches it.
+    '431': errorResponse('`headers_too_large`: the request line and headers are over 16 KB'),
+    ...(hasBody ? { '413': errorResponse('`payload_too_large`: the request body is over the limit (256 KB of JSON)') } : {}),
     '503': errorResponse('A service this request needs is unavailable'),
+    '504': errorResponse('`upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS)'),
   };
   for (const [status, response] of Object.entries(responses)) {
     const props = response.content?.['application/json']?.schema?.properties;
@@ -71,7 +95,7 @@ export function mergeOpenApi(parts: readonly (readonly [Upstream, Paths])[]): Re
   for (const [name, servicePaths] of parts) {
     for (const [path, operations] of Object.entries(servicePaths)) {
       if (routeOf(path.replace(/\{\w+\}/g, 'x'))?.upstream !== name) continue;
-      for (const op of Object.values(operations)) op.responses = withErrorResponses(op.responses ?? {});
+      for (const op of Object.values(operations)) op.responses = withErrorResponses(op.responses ?? {}, path, op.requestBody !== undefined);
       paths[path] = { ...paths[path], ...operations };
     }
   }

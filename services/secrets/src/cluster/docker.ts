@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { crashPoint } from '@pier/kit';
 import { describeStoreError } from './errors.ts';
 import type { Observation, SecretObjectId, SecretObjectRef, SecretStorePort, SecretValues } from '../domain/store-port.ts';
 
@@ -18,6 +19,7 @@ const MAGIC = Buffer.from('PIERSEC1');
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 const SUFFIX = '.secret';
+const TMP_SUFFIX = '.tmp';
 const VPC_PREFIX = 'vpc-';
 /** Ids become path components; anything but these characters could walk out of the root. */
 const SAFE_ID = /^[A-Za-z0-9][A-Za-z0-9-]{0,127}$/;
@@ -48,8 +50,8 @@ export class DockerSecretStore implements SecretStorePort {
     const file = this.fileOf(ref);
     const sealed = this.seal(ref, values);
     // Write beside the target and rename over it: a reader sees the old file or the new
-    // one, never half of one, and a crash leaves at most a stray temporary file.
-    const tmp = path.join(dir, `.${ref.secretId}.${randomBytes(6).toString('hex')}.tmp`);
+    // one, never half of one, and a crash leaves at most a stray temporary file (removeStrays).
+    const tmp = path.join(dir, `.${ref.secretId}.${randomBytes(6).toString('hex')}${TMP_SUFFIX}`);
     const handle = await fs.open(tmp, 'wx', 0o600);
     try {
       await handle.writeFile(sealed);
@@ -60,6 +62,8 @@ export class DockerSecretStore implements SecretStorePort {
       throw err;
     }
     await handle.close();
+    // Sealed values on disk under a temporary name: the reconciler's sweep removes the file.
+    crashPoint('secrets.store.written');
     try {
       await fs.rename(tmp, file);
     } catch (err) {
@@ -98,29 +102,53 @@ export class DockerSecretStore implements SecretStorePort {
   }
 
   async list(): Promise<SecretObjectId[]> {
-    let vpcDirs: string[];
-    try {
-      vpcDirs = await fs.readdir(this.root);
-    } catch (err) {
-      if (errno(err) === 'ENOENT') return [];
-      throw err;
-    }
     const found: SecretObjectId[] = [];
-    for (const dir of vpcDirs) {
-      if (!dir.startsWith(VPC_PREFIX)) continue;
-      const vpcId = dir.slice(VPC_PREFIX.length);
-      let files: string[];
-      try {
-        files = await fs.readdir(path.join(this.root, dir));
-      } catch (err) {
-        if (errno(err) === 'ENOTDIR' || errno(err) === 'ENOENT') continue;
-        throw err;
-      }
-      for (const f of files) {
+    for (const dir of await this.vpcDirs()) {
+      const vpcId = path.basename(dir).slice(VPC_PREFIX.length);
+      for (const f of await this.filesOf(dir)) {
         if (f.endsWith(SUFFIX) && !f.startsWith('.')) found.push({ vpcId, secretId: f.slice(0, -SUFFIX.length) });
       }
     }
     return found;
+  }
+
+  async removeStrays(olderThanMs: number): Promise<number> {
+    let removed = 0;
+    for (const dir of await this.vpcDirs()) {
+      for (const f of await this.filesOf(dir)) {
+        if (!f.startsWith('.') || !f.endsWith(TMP_SUFFIX)) continue;
+        const file = path.join(dir, f);
+        try {
+          // A write in flight holds its temporary file for milliseconds; only old ones are strays.
+          if (Date.now() - (await fs.stat(file)).mtimeMs < olderThanMs) continue;
+          await fs.unlink(file);
+          removed++;
+        } catch (err) {
+          if (errno(err) !== 'ENOENT') throw err;
+        }
+      }
+    }
+    return removed;
+  }
+
+  /** Paths of the VPC directories under the root. */
+  private async vpcDirs(): Promise<string[]> {
+    try {
+      return (await fs.readdir(this.root)).filter((d) => d.startsWith(VPC_PREFIX)).map((d) => path.join(this.root, d));
+    } catch (err) {
+      if (errno(err) === 'ENOENT') return [];
+      throw err;
+    }
+  }
+
+  /** Names of the entries of one VPC directory; none when it is not one (any more). */
+  private async filesOf(dir: string): Promise<string[]> {
+    try {
+      return await fs.readdir(dir);
+    } catch (err) {
+      if (errno(err) === 'ENOTDIR' || errno(err) === 'ENOENT') return [];
+      throw err;
+    }
   }
 
   private fileOf(id: SecretObjectId): string {

@@ -91,6 +91,9 @@ export class Reconciler {
   }
 
   private async sweep(): Promise<number> {
+    // What a write cut short left beside the objects (sealed values under a temporary name).
+    const strays = (await this.store.removeStrays?.(this.staleAfterMs)) ?? 0;
+    if (strays > 0) this.log.info({ strays }, 'removed temporary files an interrupted store write left');
     const objects = await this.store.list();
     if (objects.length === 0) return 0;
     const known = await this.records.existingIds(objects.map((o) => o.secretId));

@@ -1,4 +1,4 @@
-import { NotFoundError, UnavailableError, isUuid, type Logger, type Page, type PageRequest } from '@pier/kit';
+import { NotFoundError, UnavailableError, crashPoint, isUuid, type Logger, type Page, type PageRequest } from '@pier/kit';
 import type { SecretStorePort, SecretValues } from './store-port.ts';
 import type { SecretsStore } from './records-port.ts';
 import type { CreateSecretInput } from './secret-rules.ts';
@@ -36,14 +36,36 @@ export class Secrets {
       await this.undoCreate(pending);
       throw storeUnavailable();
     }
+    // The store holds the values, the record is still `creating`: the reconciler undoes it.
+    crashPoint('secrets.create.stored');
     const ready = await this.records.finishCreate(pending.id, createdEvent);
     if (!ready) {
       // The reconciler took this record for abandoned and undid it: take the values back.
       await this.store.delete(ref).catch(() => undefined);
       throw storeUnavailable();
     }
+    // Committed, the caller not answered: the secret stands (a retry is a 409 naming it).
+    crashPoint('secrets.create.committed');
     this.onEvent();
     return ready;
+  }
+
+  /**
+   * The secret a keyed create whose first attempt died had begun (see kit's idempotency):
+   * its record once ready; one left `creating` is undone now, as the reconciler would after
+   * its grace, so the retry can take the name again.
+   */
+  async takeUpCreate(scope: Scope, id: string): Promise<SecretRecord | undefined> {
+    const ready = await this.records.get(scope, id);
+    if (ready) return ready;
+    try {
+      await this.store.delete({ vpcId: scope.vpcId, secretId: id });
+    } catch (err) {
+      this.log.warn({ secretId: id, cause: this.store.describeError(err) }, 'secret store unreachable; cannot undo a dead create yet');
+      throw storeUnavailable();
+    }
+    await this.records.removeCreating(id);
+    return undefined;
   }
 
   list(scope: Scope, page: PageRequest): Promise<Page<SecretRecord>> {
@@ -67,6 +89,8 @@ export class Secrets {
       await this.records.revertDelete(record.id).catch(() => undefined);
       throw storeUnavailable();
     }
+    // The values are gone, the record is still `deleting`: the reconciler finishes it.
+    crashPoint('secrets.delete.removed');
     await this.records.finishDelete(record.id, deletedEvent);
     this.onEvent();
   }

@@ -38,6 +38,11 @@ export interface SecretStorePort {
   /** Every object this store holds for Pier, so ones whose record is gone can be swept. */
   list(): Promise<SecretObjectId[]>;
   /**
+   * Removes what an interrupted write left beside the objects (the docker store's temporary
+   * files) once older than `olderThanMs`; how many. Stores whose writes are atomic have none.
+   */
+  removeStrays?(olderThanMs: number): Promise<number>;
+  /**
    * A short description of one of this store's failures, for logs: never anything the
    * request carried (a Kubernetes error echoes the request body; only its status is kept).
    */

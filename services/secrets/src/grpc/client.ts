@@ -1,4 +1,14 @@
-import { call, clientConstructor, grpc, IDENTITY_HEADER, importIdentityKey, SERVICE_ISSUER, signIdentity } from '@pier/kit';
+import {
+  call,
+  clientConstructor,
+  grpc,
+  IDENTITY_HEADER,
+  importIdentityKey,
+  observingClient,
+  SERVICE_ISSUER,
+  signIdentity,
+  type GrpcCallObserver,
+} from '@pier/kit';
 import { PROTO_FILE, PROTO_PACKAGE, SERVICE_NAME } from './secrets-grpc.ts';
 
 export interface SecretRef {
@@ -22,6 +32,8 @@ export interface SecretsClientOptions {
   /** Identity the token names; secrets admits only `compute`. */
   subject?: string;
   timeoutMs?: number;
+  /** Told of each call (the caller's pier_grpc_client_duration_seconds). */
+  observe?: GrpcCallObserver;
 }
 
 const TOKEN_TTL_S = 60;
@@ -38,7 +50,7 @@ export class SecretsClient {
 
   constructor(private readonly opts: SecretsClientOptions) {
     const Ctor = clientConstructor(PROTO_FILE, PROTO_PACKAGE, SERVICE_NAME);
-    this.client = new Ctor(opts.address, grpc.credentials.createInsecure());
+    this.client = new Ctor(opts.address, grpc.credentials.createInsecure(), { interceptors: opts.observe ? [observingClient(opts.observe)] : [] });
   }
 
   async checkReferences(workspaceId: string, vpcId: string, refs: SecretRef[]): Promise<MissingSecretRef[]> {

@@ -60,6 +60,10 @@ export function secretRoutes(secrets: Secrets): Route[] {
         log.info({ secretId: record.id, keys: record.keys.length }, 'secret created');
         return { status: 201, body: toJson(record) };
       },
+      replay: async ({ params }, id) => {
+        const record = await secrets.takeUpCreate(scopeOf(params), id);
+        return record && { status: 201, body: toJson(record) };
+      },
     }),
     defineRoute({
       method: 'get',

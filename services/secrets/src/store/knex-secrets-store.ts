@@ -1,4 +1,4 @@
-import { keysetPage, mapPage, translatePgError, writeEvent, isUuid, type Knex, type Page, type PageRequest, type PierEvent } from '@pier/kit';
+import { insertForKey, keysetPage, mapPage, translatePgError, writeEvent, isUuid, type Knex, type Page, type PageRequest, type PierEvent } from '@pier/kit';
 import type { Scope, SecretRecord, SecretState } from '../domain/secret.ts';
 import type { SecretsStore } from '../domain/records-port.ts';
 
@@ -33,10 +33,13 @@ export class KnexSecretsStore implements SecretsStore {
 
   async insertCreating(scope: Scope, name: string, keys: string[]): Promise<SecretRecord> {
     try {
-      const [row] = await this.db<Row>('secrets')
-        .insert({ workspace_id: scope.workspaceId, vpc_id: scope.vpcId, name, keys, state: 'creating' })
-        .returning(COLUMNS);
-      return toRecord(row as Row);
+      const row = await insertForKey(this.db as Knex, async (q) => {
+        const [inserted] = await q('secrets')
+          .insert({ workspace_id: scope.workspaceId, vpc_id: scope.vpcId, name, keys, state: 'creating' })
+          .returning(COLUMNS);
+        return inserted as Row;
+      });
+      return toRecord(row);
     } catch (err) {
       translatePgError(err, { unique: `a secret named ${name} already exists in this VPC` });
     }

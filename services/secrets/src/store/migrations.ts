@@ -1,4 +1,4 @@
-import { createOutboxTable, type Migration } from '@pier/kit';
+import { createIdempotencyTable, createOutboxTable, type Migration } from '@pier/kit';
 
 export const SCHEMA = 'secrets';
 
@@ -48,5 +48,10 @@ export const migrations: Migration[] = [
       await db.raw('alter table secrets add column seq bigint generated always as identity unique');
       await db.raw(`create index secrets_listing on secrets (workspace_id, vpc_id, seq) where state = 'ready'`);
     },
+  },
+  {
+    name: '0004_idempotency_keys',
+    up: (db) => createIdempotencyTable(db),
+    down: (db) => db.schema.dropTable('idempotency_keys'),
   },
 ];

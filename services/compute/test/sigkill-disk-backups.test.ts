@@ -59,7 +59,7 @@ afterAll(async () => {
   await db?.drop();
 }, 120_000);
 
-describe('a crash of compute', () => {
+describe('SIGKILL of compute in the middle of a disk backup or restore', () => {
   it('with the replicas paused for a copy: the next process thaws them and fails the backup with the reason', async () => {
     const replica = await replicaOf(vpcId, svc);
     let id = '';
@@ -77,6 +77,32 @@ describe('a crash of compute', () => {
     );
     expect(failed).toMatchObject({ status: 'failed', error: 'compute restarted during the backup; take another' });
     expect((await docker.getContainer(replica).inspect()).State.Status).toBe('running');
+    expect(await storedBackups(svc)).not.toContain(id);
+    expect((await docker.listContainers({ all: true, filters: JSON.stringify({ name: [`pier-disk-backup-${id}`] }) })).length).toBe(0);
+    await until(service, (s) => s.status === 'running');
+  }, 120_000);
+
+  it('after the archive was made, before the backup was recorded complete: the next process fails it and removes the archive', async () => {
+    let id = '';
+    await compute.crashAt('compute.backup.captured', async () => {
+      id = (await compute.call('POST', `${base}/${svc}/backups`)).body.id;
+    });
+    expect((await row('disk_backups', id)).status).toBe('running');
+    // The tool container outlives compute and puts the archive in the store: an object of a backup no record completes.
+    await until(
+      () => storedBackups(svc),
+      (ids) => ids.includes(id),
+      30_000,
+    );
+
+    await compute.spawn();
+    const failed = await until(
+      () => row('disk_backups', id),
+      (r) => r.status !== 'running',
+      60_000,
+    );
+    expect(failed).toMatchObject({ status: 'failed', error: 'compute restarted during the backup; take another' });
+    // No store object without a completed record, no tool container left.
     expect(await storedBackups(svc)).not.toContain(id);
     expect((await docker.listContainers({ all: true, filters: JSON.stringify({ name: [`pier-disk-backup-${id}`] }) })).length).toBe(0);
     await until(service, (s) => s.status === 'running');

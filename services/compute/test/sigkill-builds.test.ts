@@ -45,7 +45,7 @@ afterAll(async () => {
   await db?.drop();
 }, 120_000);
 
-describe('a crash of compute', () => {
+describe('SIGKILL of compute in the middle of a build', () => {
   it('in the middle of a build step: the next process fails the build with the reason, and no step container is left', async () => {
     let id = '';
     await compute.crashAt('compute.build.step-running', async () => {

@@ -1,0 +1,69 @@
+// The gateway's own /metrics, /healthz and /readyz. They are served on a port of their own
+// (PIER_GATEWAY_METRICS_PORT), never on the public one: what the platform does is for its
+// operators, and the public port answers 404 for these paths.
+import type http from 'node:http';
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { checkReadiness, grpcClientMetric, LATENCY_BUCKETS, type GrpcCallObserver, type ReadinessChecks } from '@pier/kit';
+
+export interface GatewayMetrics {
+  registry: Registry;
+  /** One answered request: the service it went to (`gateway` for the gateway's own answers). */
+  observeRequest(method: string, upstream: string, status: number, seconds: number): void;
+  /** A request refused with 429, by the bucket that ran out (`token`, `address`). */
+  rateLimited(bucket: 'token' | 'address'): void;
+  /** The auth client's calls (pier_grpc_client_duration_seconds). */
+  grpcClient: GrpcCallObserver;
+}
+
+export function createGatewayMetrics(): GatewayMetrics {
+  const registry = new Registry();
+  registry.setDefaultLabels({ service: 'gateway' });
+  collectDefaultMetrics({ register: registry });
+  // By upstream, not by route template: the gateway routes by prefix and knows no templates;
+  // each service's own /metrics has them.
+  const requests = new Histogram({
+    name: 'pier_gateway_request_duration_seconds',
+    help: 'Requests the gateway answered (proxied or its own), by method, upstream service and status, and how long they took',
+    labelNames: ['method', 'upstream', 'status'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  });
+  const limited = new Counter({
+    name: 'pier_gateway_rate_limited_total',
+    help: 'Requests refused with 429 rate_limited, by the bucket that ran out',
+    labelNames: ['bucket'] as const,
+    registers: [registry],
+  });
+  return {
+    registry,
+    observeRequest: (method, upstream, status, seconds) => requests.observe({ method, upstream, status: String(status) }, seconds),
+    rateLimited: (bucket) => limited.inc({ bucket }),
+    grpcClient: grpcClientMetric(registry),
+  };
+}
+
+/** The internal port's listener: /metrics, /healthz (alive), /readyz (auth and each routed service reachable). */
+export function internalHandler(metrics: GatewayMetrics, checks: ReadinessChecks): http.RequestListener {
+  const send = (res: http.ServerResponse, status: number, type: string, body: string) => {
+    res.writeHead(status, { 'content-type': type });
+    res.end(body);
+  };
+  const json = (res: http.ServerResponse, status: number, body: unknown) => send(res, status, 'application/json; charset=utf-8', JSON.stringify(body));
+  return (req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET') return json(res, 405, { error: `${req.method} is not allowed here`, code: 'method_not_allowed' });
+    if (path === '/healthz') return json(res, 200, { status: 'ok', service: 'gateway' });
+    if (path === '/readyz') {
+      void checkReadiness(checks).then((r) => json(res, r.status === 'ready' ? 200 : 503, { status: r.status, service: 'gateway', checks: r.checks }));
+      return;
+    }
+    if (path === '/metrics') {
+      void metrics.registry.metrics().then(
+        (text) => send(res, 200, metrics.registry.contentType, text),
+        () => json(res, 500, { error: 'could not collect the metrics', code: 'internal' }),
+      );
+      return;
+    }
+    json(res, 404, { error: `no route for GET ${path}`, code: 'route_not_found' });
+  };
+}
