@@ -139,10 +139,15 @@ describe('upgrade routes', () => {
     expect(logged.join('')).not.toContain('secret-argument');
   });
 
-  it('answers a plain GET with 426, and documents the route as a WebSocket', async () => {
-    const res = await fetch(`${base.replace('ws', 'http')}${PATH}`);
-    expect(res.status).toBe(426);
-    expect(await res.json()).toMatchObject({ code: 'upgrade_required' });
+  it('answers a plain GET with 426 (to a caller the handshake would admit), and documents the route as a WebSocket', async () => {
+    const get = async (headers: Record<string, string>) => {
+      const res = await fetch(`${base.replace('ws', 'http')}${PATH}`, { headers });
+      return { status: res.status, body: await res.json() };
+    };
+    expect(await get({ [IDENTITY_HEADER]: await token({}) })).toMatchObject({ status: 426, body: { code: 'upgrade_required' } });
+    // The caller is checked first, as on the handshake.
+    expect((await get({})).status).toBe(401);
+    expect((await get({ [IDENTITY_HEADER]: await token({ role: 'developer' }) })).status).toBe(403);
     const op = openApiPaths([], upgrades)['/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/things/{thingID}/shell']!.get as Record<string, any>;
     expect(op).toMatchObject({ 'x-pier-websocket': true, 'x-pier-role': 'Admin', tags: ['things'] });
     expect(op.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`)).toEqual([
