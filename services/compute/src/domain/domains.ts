@@ -10,7 +10,7 @@ import { findMutable, findService, type ComputeContext } from './context.ts';
 import type { Domain, DomainPatch } from './domain-store-port.ts';
 import type { EdgePort } from './edge-port.ts';
 import { DnsUnavailableError } from './dns-port.ts';
-import { routeOf, routingTable } from './edge-table.ts';
+import { routeOf, routingTable, syncEdge } from './edge-table.ts';
 import { events } from './events.ts';
 import { isRouted, normalizeHostname, serviceHost } from './hostnames.ts';
 import type { Scope, Service } from './records.ts';
@@ -134,11 +134,12 @@ export async function verifyDomain(ctx: ComputeContext, scope: Scope, serviceId:
     const problems = await dnsProblems(ctx, edge, service, d);
     if (problems.length) {
       // DNS no longer points here: stop routing the name before saying so.
-      if (d.routed) await edge.sync(await routingTable(ctx.edge, { drop: d.id }));
-      return record(ctx, service, d, { status: 'failed', routed: false, error: problems.join('; '), last_checked_at: now });
+      const failed = { status: 'failed', routed: false, error: problems.join('; '), last_checked_at: now } as const;
+      if (!d.routed) return record(ctx, service, d, failed);
+      return (await syncEdge(ctx, { drop: d.id }, () => record(ctx, service, d, failed)))!;
     }
-    await edge.sync(await routingTable(ctx.edge, { add: { ...d, routed: true } }));
-    const verified = await record(ctx, service, d, { status: d.status === 'active' ? 'active' : 'verified', routed: true, error: null, last_checked_at: now });
+    const routed = { status: d.status === 'active' ? 'active' : 'verified', routed: true, error: null, last_checked_at: now } as const;
+    const verified = (await syncEdge(ctx, { add: { ...d, routed: true } }, () => record(ctx, service, d, routed)))!;
     return verified.status === 'active' ? verified : certify(ctx, service, verified);
   });
   return { service, domain };
@@ -162,7 +163,7 @@ export async function certify(ctx: ComputeContext, service: Service, d: Domain):
       tls_error: null,
       error: null,
     });
-    await edge.sync(await routingTable(ctx.edge));
+    await syncEdge(ctx);
     return after;
   }
   if (outcome.status === 'pending') return record(ctx, service, d, { status: 'verified', tls_status: 'pending', tls_error: null });
@@ -177,7 +178,8 @@ export async function removeDomain(ctx: ComputeContext, scope: Scope, serviceId:
   const { id } = await findDomain(ctx, service, domainId);
   await ctx.locks.run(`domain:${id}`, async () => {
     const d = await findDomain(ctx, service, id);
-    if (d.routed) await edge.sync(await routingTable(ctx.edge, { drop: d.id }));
+    // Stored unrouted in the same turn: a later push leaves it out too.
+    if (d.routed) await syncEdge(ctx, { drop: d.id }, () => ctx.edge.store.updateDomain(d.id, { routed: false }));
     await edge.removeCertificate({ vpcId: service.vpc_id, serviceName: service.name }, d.hostname);
     await ctx.edge.store.transaction(async (tx) => {
       await tx.deleteDomain(d.id);
@@ -191,7 +193,7 @@ export async function removeDomain(ctx: ComputeContext, scope: Scope, serviceId:
 export async function releaseDomains(ctx: ComputeContext, service: Service): Promise<void> {
   const edge = ctx.edge.port;
   if (!edge) return;
-  await edge.sync(await routingTable(ctx.edge));
+  await syncEdge(ctx);
   const gone = await ctx.edge.store.deleteServiceDomains(service.id);
   for (const d of gone) await edge.removeCertificate({ vpcId: service.vpc_id, serviceName: service.name }, d.hostname);
 }

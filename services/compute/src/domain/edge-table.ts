@@ -4,6 +4,7 @@ import type { EdgeRoute } from './edge-port.ts';
 import type { Domain } from './domain-store-port.ts';
 import type { EdgeRuntime } from './edge-runtime.ts';
 import { serviceHost } from './hostnames.ts';
+import type { ComputeContext } from './context.ts';
 
 export interface TableChange {
   /** Route this domain as if it were stored routed (verify routes before it commits). */
@@ -36,4 +37,19 @@ export async function routingTable(edge: EdgeRuntime, change: TableChange = {}):
 /** The route of one service in a table (its custom hosts as the table has them). */
 export function routeOf(table: EdgeRoute[], serviceId: string): EdgeRoute | undefined {
   return table.find((r) => r.serviceId === serviceId);
+}
+
+/**
+ * Pushes the table to the edge, one push at a time (the worker's too), the table read in
+ * its turn, and `then` (the write that stores the change) done before the next turn. So a
+ * push never undoes a newer change, as a table read before a change and pushed after it
+ * would: a removed hostname routed again, or a verified one dropped, until the next pass.
+ */
+export async function syncEdge<T>(ctx: ComputeContext, change: TableChange = {}, then?: () => Promise<T>): Promise<T | undefined> {
+  const edge = ctx.edge.port;
+  if (!edge) return then?.();
+  return ctx.locks.run('edge:table', async () => {
+    await edge.sync(await routingTable(ctx.edge, change));
+    return then?.();
+  });
 }

@@ -5,7 +5,7 @@
 import { Periodic, type Logger } from '@pier/kit';
 import type { ComputeContext } from './context.ts';
 import type { EdgeSyncer } from './edge-runtime.ts';
-import { routingTable } from './edge-table.ts';
+import { syncEdge } from './edge-table.ts';
 import { certify } from './domains.ts';
 
 /** Certificates looked at per pass: an issuance takes seconds, and a pass should stay short. */
@@ -39,7 +39,7 @@ export class EdgeWorker implements EdgeSyncer {
   }
 
   private async sync(): Promise<void> {
-    await this.ctx.edge.port!.sync(await routingTable(this.ctx.edge));
+    await syncEdge(this.ctx);
   }
 
   async pass(now = this.ctx.now()): Promise<void> {
