@@ -1,4 +1,4 @@
-import { clientConstructor, fromGrpcError, grpc, observingClient, PierError, type GrpcCallObserver } from '@pier/kit';
+import { clientConstructor, fromGrpcError, grpc, PierError, type GrpcCallObserver } from '@pier/kit';
 
 export interface Authenticated {
   user_id: string;
@@ -7,6 +7,9 @@ export interface Authenticated {
   identity_token: string;
   expires_in: number;
 }
+
+/** The full method path, as pier_grpc_client_duration_seconds names it. */
+const AUTHENTICATE = '/auth.v1.Auth/Authenticate';
 
 /** Defaults of PIER_AUTH_TIMEOUT_MS and PIER_AUTH_RECONNECT_MAX_MS. */
 export const AUTH_TIMEOUT_MS = 750;
@@ -32,6 +35,11 @@ export class AuthClient {
 
   private readonly timeoutMs: number;
 
+  private readonly observe: GrpcCallObserver | undefined;
+
+  /** Never added to, and grpc-js clones a call's metadata when it starts: one empty instance serves every call. */
+  private readonly metadata = new grpc.Metadata();
+
   /**
    * Calls never wait for the channel to become ready (the metadata's `waitForReady` is
    * false, grpc-js's default): with auth unreachable the channel is in TRANSIENT_FAILURE and a call fails at
@@ -52,8 +60,11 @@ export class AuthClient {
       'grpc.max_reconnect_backoff_ms': options.reconnectMaxMs,
       // Channelz keeps per-call statistics for a debugging service nobody queries here.
       'grpc.enable_channelz': 0,
-      interceptors: options.observe ? [observingClient(options.observe)] : [],
     }) as unknown as AuthClient['client'];
+    // Timed in the call's callback rather than by the kit's observingClient interceptor:
+    // a grpc-js interceptor builds an intercepting call and listener chain per call, a
+    // measurable share of the gateway's CPU per request; the figures are the same.
+    this.observe = options.observe;
   }
 
   /**
@@ -62,19 +73,16 @@ export class AuthClient {
    */
   authenticate(token: string, workspaceId: string, vpcId: string): Promise<Authenticated> {
     return new Promise((resolve, reject) => {
-      this.client.Authenticate(
-        { token, workspace_id: workspaceId, vpc_id: vpcId },
-        new grpc.Metadata(),
-        { deadline: Date.now() + this.timeoutMs },
-        (err, res) => {
-          if (!err) return resolve(res);
-          const known = fromGrpcError(err);
-          // A transport failure's text names sockets and addresses; say what it means instead.
-          if (known.kind === 'unavailable' && known.code === 'upstream_unavailable') {
-            reject(new PierError('unavailable', 'auth service unavailable', 'upstream_unavailable'));
-          } else reject(known);
-        },
-      );
+      const start = this.observe ? performance.now() : 0;
+      this.client.Authenticate({ token, workspace_id: workspaceId, vpc_id: vpcId }, this.metadata, { deadline: Date.now() + this.timeoutMs }, (err, res) => {
+        this.observe?.(AUTHENTICATE, err ? (grpc.status[err.code] ?? 'UNKNOWN') : 'OK', (performance.now() - start) / 1000);
+        if (!err) return resolve(res);
+        const known = fromGrpcError(err);
+        // A transport failure's text names sockets and addresses; say what it means instead.
+        if (known.kind === 'unavailable' && known.code === 'upstream_unavailable') {
+          reject(new PierError('unavailable', 'auth service unavailable', 'upstream_unavailable'));
+        } else reject(known);
+      });
     });
   }
 

@@ -34,9 +34,22 @@ export function createGatewayMetrics(): GatewayMetrics {
     labelNames: ['bucket'] as const,
     registers: [registry],
   });
+  // prom-client hashes a label set on every observe (sorted keys, joined string): keep
+  // each series' child, found by one string key, so the hot path observes it directly.
+  const series = new Map<string, { observe(seconds: number): void }>();
+  const MAX_SERIES = 1000;
   return {
     registry,
-    observeRequest: (method, upstream, status, seconds) => requests.observe({ method, upstream, status: String(status) }, seconds),
+    observeRequest: (method, upstream, status, seconds) => {
+      const key = `${method} ${upstream} ${status}`;
+      let child = series.get(key);
+      if (child === undefined) {
+        child = requests.labels({ method, upstream, status: String(status) });
+        // Methods are the client's to choose: do not let odd ones grow the map forever.
+        if (series.size < MAX_SERIES) series.set(key, child);
+      }
+      child.observe(seconds);
+    },
     rateLimited: (bucket) => limited.inc({ bucket }),
     grpcClient: grpcClientMetric(registry),
   };

@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import { createProxyMiddleware, type Plugin, type RequestHandler } from 'http-proxy-middleware';
 import { errorBody, PierError, writeSocketError, type Logger } from '@pier/kit';
 import type { Upstream } from '../routing.ts';
+import { Forwarder } from './forward.ts';
 
 /** Set on an upgrade request by the gateway: told once the status the client got. */
 export const UPGRADE_DONE = Symbol('pier.upgradeDone');
@@ -18,12 +19,16 @@ type TimedRequest = http.IncomingMessage & { [TIMED_OUT]?: true };
 export interface UpstreamProxy {
   name: Upstream;
   target: string;
+  /** WebSocket upgrades (http-proxy-middleware). */
   handle: RequestHandler<http.IncomingMessage, http.ServerResponse>;
+  /** Plain HTTP requests, the hot path (forward.ts), on the same socket pool. */
+  forwarder: Forwarder;
   agent: http.Agent;
 }
 
 /**
- * One proxy per upstream service. The identity, request id and the removal of the
+ * One proxy per upstream service: plain requests go through its Forwarder, upgrades
+ * through http-proxy-middleware, both on one keep-alive pool. For upgrades, the identity, request id and the removal of the
  * Authorization header are done on `req.headers` before proxying (http-proxy copies
  * them), so no per-request proxy event listener is needed. The default plugins of
  * http-proxy-middleware are ejected: they attach listeners to every request and log URLs
@@ -120,5 +125,5 @@ export function createUpstreamProxy(name: Upstream, target: string, logger: Logg
     ejectPlugins: true,
     plugins: [errors],
   });
-  return { name, target, handle, agent };
+  return { name, target, handle, forwarder: new Forwarder(name, target, logger, timeoutMs, agent), agent };
 }
