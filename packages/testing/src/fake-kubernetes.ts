@@ -316,7 +316,13 @@ export class FakeKubernetes {
     try {
       info.validate(body);
     } catch (err) {
-      return refuse(422, 'Invalid', (err as Error).message);
+      const problem = (err as Error).message;
+      // A server-side apply naming a field the schema does not declare fails while the patch
+      // is typed, which the real API server answers with a 500, not a 422.
+      if (req.method === 'PATCH' && /additional propert/i.test(problem)) {
+        return refuse(500, 'InternalError', `failed to create typed patch object: field not declared in schema: ${problem}`);
+      }
+      return refuse(422, 'Invalid', problem);
     }
     if (info.namespaced && !this.objects.has(key('v1', 'Namespace', undefined, namespace!))) {
       return status(404, 'NotFound', `namespaces "${namespace}" not found`);

@@ -5,6 +5,7 @@ export * from './harness.ts';
 export * from './events.ts';
 export * from './docker.ts';
 export * from './fake-kubernetes.ts';
+export * from './real-kubernetes.ts';
 export * from './socket-link.ts';
 export * from './process.ts';
 export * from './sql-clients.ts';

@@ -13,11 +13,11 @@ import type * as secrets from '@pier/secrets';
 import { KubernetesCluster } from '../src/cluster/kubernetes.ts';
 import { operationOf } from '../src/cluster/call-metrics.ts';
 import { desiredObjects, namespaceManifest, networkPolicyManifest } from '../src/cluster/kubernetes-manifests.ts';
-import type { ObserveTarget, WorkloadSpec } from '../src/domain/cluster-port.ts';
+import type { WorkloadSpec } from '../src/domain/cluster-port.ts';
 import type { CreateServiceInput } from '../src/domain/service-config.ts';
 import type { EnvEntry } from '../src/domain/env-vars.ts';
 import { startCompute, startSecretsFor, until, type Compute, type TestDatabase } from './support.ts';
-import { workloadSpec } from './workload-spec.ts';
+import { target, workloadSpec } from './workload-spec.ts';
 
 const log = createLogger('test', 'warn');
 let fake: FakeKubernetes;
@@ -39,17 +39,6 @@ afterAll(async () => {
 });
 
 const spec = (input: CreateServiceInput, env: EnvEntry[] = [], image?: string) => workloadSpec({ workspaceId, vpcId }, input, env, image);
-
-function target(s: WorkloadSpec): ObserveTarget {
-  return {
-    serviceId: s.serviceId,
-    serviceType: s.config.service_type,
-    deploymentId: s.deploymentId,
-    replicas: s.config.min_replicas,
-    port: s.config.port,
-    healthCheckPath: s.config.health_check_path,
-  };
-}
 
 const observe = async (s: WorkloadSpec) => (await cluster.observeMany({ workspaceId, vpcId }, [target(s)])).observations.get(s.serviceId)!;
 

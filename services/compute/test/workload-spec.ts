@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { resourcesOf } from '@pier/kit';
-import type { WorkloadSpec } from '../src/domain/cluster-port.ts';
+import type { ObserveTarget, WorkloadSpec } from '../src/domain/cluster-port.ts';
 import type { EnvEntry } from '../src/domain/env-vars.ts';
 import { configFromCreate, type CreateServiceInput } from '../src/domain/service-config.ts';
 
@@ -21,5 +21,17 @@ export function workloadSpec(
     config,
     resources: resourcesOf(config.instance_type),
     env,
+  };
+}
+
+/** What the live status asks the cluster about a spec's service. */
+export function target(s: WorkloadSpec): ObserveTarget {
+  return {
+    serviceId: s.serviceId,
+    serviceType: s.config.service_type,
+    deploymentId: s.deploymentId,
+    replicas: s.config.min_replicas,
+    port: s.config.port,
+    healthCheckPath: s.config.health_check_path,
   };
 }

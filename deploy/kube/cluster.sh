@@ -1,0 +1,423 @@
+#!/usr/bin/env bash
+# A real single-node Kubernetes on this machine, for the tests and for trying Pier on it:
+# etcd, kube-apiserver, kube-controller-manager and kube-scheduler (the control plane) and,
+# where it can run, one node (Debian's containerd + runc + CNI plugins, and the kubelet)
+# whose containerd holds Pier's locally built images. The binaries come from
+# deploy/kube/build.sh (built once into a cache outside the checkout).
+#
+#   deploy/kube/cluster.sh start [--user PID]  build if needed, start, import the images
+#   deploy/kube/cluster.sh stop  [--user PID]  stop everything and remove all state
+#   deploy/kube/cluster.sh status | env
+#
+# `start` writes $STATE_DIR/kubeconfig (admin) and $STATE_DIR/node: "ready", or why there
+# is no node ("control-plane only: ..."). Without root, cgroups, overlayfs, iptables or
+# the Debian packages (containerd runc containernetworking-plugins iptables) only the
+# control plane runs: objects are stored and validated, no pod ever runs.
+#
+# --user PID shares one cluster between concurrent users (two `./pier test` runs on one
+# machine): start registers PID, stop only removes it while another live PID is
+# registered, and the last one out stops the cluster. A plain `stop` stops it regardless,
+# and also cleans up after a run that was killed.
+#
+# Env: PIER_KUBE_NODE=off (the control plane only, as where no node can run),
+# PIER_KUBE_STATE (default /tmp/pier-kube), PIER_KUBE_IMAGES (docker images loaded
+# into the node; default "pier/tiny-http:1 pier/exits:1"), PIER_KUBE_APISERVER_PORT (16443).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
+STATE_DIR=${PIER_KUBE_STATE:-/tmp/pier-kube}
+IMAGES=${PIER_KUBE_IMAGES:-pier/tiny-http:1 pier/exits:1}
+APISERVER_PORT=${PIER_KUBE_APISERVER_PORT:-16443}
+ETCD_PORT=23790
+ETCD_PEER_PORT=23800
+ETCD_METRICS_PORT=23810
+KCM_PORT=10357
+SCHED_PORT=10359
+KUBELET_PORT=10350
+KUBELET_HEALTHZ_PORT=10348
+NODE_NAME=pier-kube-node
+POD_CIDR=10.88.0.0/16
+SERVICE_CIDR=10.96.0.0/16
+CNI_BIN_DIR=/usr/lib/cni
+BRIDGE=pier-kube0
+PAUSE_IMAGE=docker.io/pier/kube-pause:local
+
+log() { printf '[kube %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}'; }
+
+# ---------------------------------------------------------------- helpers
+# Running, and not a zombie (a killed component nobody has reaped yet).
+alive() {
+  local pid
+  [[ -f $STATE_DIR/pids/$1 ]] || return 1
+  pid=$(cat "$STATE_DIR/pids/$1")
+  kill -0 "$pid" 2>/dev/null && [[ $(ps -o stat= -p "$pid" 2>/dev/null) != Z* ]]
+}
+
+launch() { # name cmd...
+  local n=$1
+  shift
+  alive "$n" && return 0
+  # 9>&-: the daemons must not hold the start/stop lock (fd 9) for their whole life.
+  setsid nohup "$@" >"$STATE_DIR/logs/$n.log" 2>&1 </dev/null 9>&- &
+  echo $! >"$STATE_DIR/pids/$n"
+}
+
+wait_for() { # name timeout_s cmd...
+  local n=$1 to=$2 i
+  shift 2
+  for ((i = 0; i < to * 5; i++)); do
+    "$@" >/dev/null 2>&1 && return 0
+    alive "$n" || { tail -20 "$STATE_DIR/logs/$n.log" >&2; die "$n exited (log: $STATE_DIR/logs/$n.log)"; }
+    sleep 0.2
+  done
+  tail -20 "$STATE_DIR/logs/$n.log" >&2
+  die "$n not ready after ${to}s (log: $STATE_DIR/logs/$n.log)"
+}
+
+node_ip() {
+  ip -4 route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p' | head -1 | grep . ||
+    hostname -I 2>/dev/null | awk '{print $1}' | grep . || echo 127.0.0.1
+}
+
+kubeconfig() { # file user token
+  cat >"$1" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: pier-kube
+  cluster: {server: "https://127.0.0.1:$APISERVER_PORT", certificate-authority: "$STATE_DIR/pki/ca.crt"}
+users:
+- name: $2
+  user: {token: "$3"}
+contexts:
+- name: pier-kube
+  context: {cluster: pier-kube, user: $2}
+current-context: pier-kube
+KC
+  chmod 600 "$1"
+}
+
+pki() {
+  local p="$STATE_DIR/pki" ip=$1
+  [[ -f $p/done ]] && return 0
+  mkdir -p "$p"
+  (
+    cd "$p"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -keyout ca.key -out ca.crt -subj /CN=pier-kube-ca 2>/dev/null
+    sign() { # name subj ext
+      openssl req -newkey rsa:2048 -nodes -keyout "$1.key" -out "$1.csr" -subj "$2" 2>/dev/null
+      printf '%b' "$3" >"$1.ext"
+      openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 -out "$1.crt" -extfile "$1.ext" 2>/dev/null
+    }
+    sign apiserver /CN=kube-apiserver "subjectAltName=IP:127.0.0.1,IP:${SERVICE_CIDR%.*/*}.1,IP:$ip,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\nextendedKeyUsage=serverAuth\n"
+    sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "extendedKeyUsage=clientAuth\n"
+    sign kubelet "/O=system:nodes/CN=system:node:$NODE_NAME" "subjectAltName=IP:$ip,IP:127.0.0.1,DNS:$NODE_NAME,DNS:localhost\nextendedKeyUsage=serverAuth\n"
+    openssl genrsa -out sa.key 2048 2>/dev/null
+    openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+    local ta tc ts tk
+    ta=$(openssl rand -hex 16) tc=$(openssl rand -hex 16) ts=$(openssl rand -hex 16) tk=$(openssl rand -hex 16)
+    {
+      echo "$ta,admin,admin,system:masters"
+      echo "$tc,system:kube-controller-manager,kcm"
+      echo "$ts,system:kube-scheduler,ksched"
+      echo "$tk,system:node:$NODE_NAME,kubelet,system:nodes"
+    } >tokens.csv
+    chmod 600 tokens.csv ./*.key
+    kubeconfig "$STATE_DIR/kubeconfig" admin "$ta"
+    kubeconfig "$STATE_DIR/kubeconfig-kcm" system:kube-controller-manager "$tc"
+    kubeconfig "$STATE_DIR/kubeconfig-scheduler" system:kube-scheduler "$ts"
+    kubeconfig "$STATE_DIR/kubeconfig-kubelet" "system:node:$NODE_NAME" "$tk"
+    touch done
+  )
+}
+
+# Why no node can run here, or nothing when one can.
+node_problem() {
+  [[ ${PIER_KUBE_NODE:-} != off ]] || { echo "PIER_KUBE_NODE=off"; return; }
+  [[ $(id -u) == 0 ]] || { echo "the node needs root"; return; }
+  local missing=() c
+  for c in containerd runc ctr iptables; do command -v "$c" >/dev/null || missing+=("$c"); done
+  [[ -x $CNI_BIN_DIR/bridge && -x $CNI_BIN_DIR/firewall ]] || missing+=(containernetworking-plugins)
+  ((${#missing[@]} == 0)) || { echo "missing ${missing[*]} (Debian: apt-get install containerd runc containernetworking-plugins iptables)"; return; }
+  iptables -w -L FORWARD -n >/dev/null 2>&1 || { echo "iptables does not work here (a container without NET_ADMIN?)"; return; }
+  grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null || { echo "no overlayfs"; return; }
+  [[ -d /sys/fs/cgroup && -w /sys/fs/cgroup ]] || { echo "no writable cgroup filesystem"; return; }
+  command -v docker >/dev/null && docker info >/dev/null 2>&1 || { echo "no docker engine to take the images ($IMAGES) from"; return; }
+}
+
+# ---------------------------------------------------------------- start
+cmd_start() {
+  local user=${1:-} started t ip p="$STATE_DIR/pki" bin
+  started=$(now)
+  bin=$("$HERE/build.sh")
+  # What a run killed before its stop left (processes, mounts, the bridge): gone first.
+  if [[ -d $STATE_DIR ]] && ! alive kube-apiserver; then
+    log "cleaning up what an earlier run left in $STATE_DIR"
+    cmd_stop ""
+  fi
+  mkdir -p "$STATE_DIR"/{pids,logs,etcd,users}
+  echo "$bin" >"$STATE_DIR/bin"
+  [[ -z $user ]] || echo "$user" >"$STATE_DIR/users/$user"
+  if alive kube-apiserver && [[ -f $STATE_DIR/node ]]; then
+    log "already running ($(cat "$STATE_DIR/node")); kubeconfig: $STATE_DIR/kubeconfig"
+    return 0
+  fi
+  ip=$(node_ip)
+  pki "$ip"
+
+  t=$(now)
+  launch etcd nice -n 5 "$bin/etcd" --name pier-kube --data-dir "$STATE_DIR/etcd" \
+    --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+    --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-cluster "pier-kube=http://127.0.0.1:$ETCD_PEER_PORT" --listen-metrics-urls "http://127.0.0.1:$ETCD_METRICS_PORT" \
+    --quota-backend-bytes=2147483648 --unsafe-no-fsync
+  wait_for etcd 30 curl -sf "http://127.0.0.1:$ETCD_PORT/health"
+  launch kube-apiserver nice -n 5 "$bin/kube-apiserver" \
+    --etcd-servers="http://127.0.0.1:$ETCD_PORT" --etcd-prefix=/pier-kube \
+    --bind-address=127.0.0.1 --advertise-address="$ip" --secure-port="$APISERVER_PORT" \
+    --tls-cert-file="$p/apiserver.crt" --tls-private-key-file="$p/apiserver.key" \
+    --client-ca-file="$p/ca.crt" --token-auth-file="$p/tokens.csv" \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file="$p/sa.pub" --service-account-signing-key-file="$p/sa.key" \
+    --service-cluster-ip-range="$SERVICE_CIDR" --authorization-mode=Node,RBAC --allow-privileged=true \
+    --kubelet-client-certificate="$p/apiserver-kubelet-client.crt" --kubelet-client-key="$p/apiserver-kubelet-client.key" \
+    --kubelet-certificate-authority="$p/ca.crt" --kubelet-preferred-address-types=InternalIP,Hostname \
+    --profiling=false
+  wait_for kube-apiserver 120 sh -c "curl -sf --cacert $p/ca.crt https://127.0.0.1:$APISERVER_PORT/readyz | grep -qx ok"
+  launch kube-controller-manager nice -n 5 "$bin/kube-controller-manager" \
+    --kubeconfig="$STATE_DIR/kubeconfig-kcm" --authentication-kubeconfig="$STATE_DIR/kubeconfig-kcm" \
+    --authorization-kubeconfig="$STATE_DIR/kubeconfig-kcm" --bind-address=127.0.0.1 --secure-port="$KCM_PORT" \
+    --use-service-account-credentials=true --service-account-private-key-file="$p/sa.key" --root-ca-file="$p/ca.crt" \
+    --cluster-signing-cert-file="$p/ca.crt" --cluster-signing-key-file="$p/ca.key" \
+    --service-cluster-ip-range="$SERVICE_CIDR" --cluster-cidr="$POD_CIDR" --allocate-node-cidrs=false \
+    --leader-elect=false --controllers='*' --profiling=false
+  launch kube-scheduler nice -n 5 "$bin/kube-scheduler" --kubeconfig="$STATE_DIR/kubeconfig-scheduler" \
+    --authentication-kubeconfig="$STATE_DIR/kubeconfig-scheduler" --authorization-kubeconfig="$STATE_DIR/kubeconfig-scheduler" \
+    --bind-address=127.0.0.1 --secure-port="$SCHED_PORT" --leader-elect=false --profiling=false
+  wait_for kube-controller-manager 60 curl -sfk "https://127.0.0.1:$KCM_PORT/healthz"
+  wait_for kube-scheduler 60 curl -sfk "https://127.0.0.1:$SCHED_PORT/healthz"
+  log "control plane ready ($(since "$t")s)"
+
+  local problem
+  problem=$(node_problem)
+  if [[ -n $problem ]]; then
+    echo "control-plane only: $problem" >"$STATE_DIR/node"
+    log "NO NODE: $problem; pods will not run"
+  else
+    start_node "$ip" "$bin"
+    echo ready >"$STATE_DIR/node"
+  fi
+  log "up in $(since "$started")s; export KUBECONFIG=$STATE_DIR/kubeconfig (kubectl: $bin/kubectl)"
+}
+
+# mkimage OUT.tar REPO:TAG ROOTFS ENTRYPOINT_JSON: a one-layer docker-archive, without docker
+mkimage() {
+  local out=$1 tag=$2 rootfs=$3 ep=$4 w lsha csha
+  w=$(mktemp -d)
+  tar --numeric-owner --owner=0 --group=0 --sort=name --mtime=2020-01-01 -C "$rootfs" -cf "$w/layer.tar" .
+  lsha=$(sha256sum "$w/layer.tar" | cut -d' ' -f1)
+  mkdir "$w/$lsha"
+  mv "$w/layer.tar" "$w/$lsha/layer.tar"
+  printf '{"architecture":"amd64","os":"linux","created":"2020-01-01T00:00:00Z","config":{"Entrypoint":%s,"WorkingDir":"/"},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' "$ep" "$lsha" >"$w/config.json"
+  csha=$(sha256sum "$w/config.json" | cut -d' ' -f1)
+  mv "$w/config.json" "$w/$csha.json"
+  printf '[{"Config":"%s.json","RepoTags":["%s"],"Layers":["%s/layer.tar"]}]' "$csha" "$tag" "$lsha" >"$w/manifest.json"
+  tar -C "$w" -cf "$out" manifest.json "$csha.json" "$lsha"
+  rm -rf "$w"
+}
+
+start_node() {
+  local ip=$1 bin=$2 t p="$STATE_DIR/pki" c="$STATE_DIR/containerd" restrict=false capeff ctr
+  mkdir -p "$c" "$STATE_DIR/cni/net.d" "$STATE_DIR/kubelet/root"
+  # Without CAP_SYS_RESOURCE runc cannot lower oom_score_adj (the sandbox asks for -998):
+  # "runc create failed: unable to start container process: can't get final child's PID from pipe: EOF"
+  capeff=$(awk '/^CapEff/{print $2}' /proc/self/status)
+  (((0x$capeff >> 24) & 1)) || restrict=true
+  cat >"$c/config.toml" <<TOML
+version = 2
+root = "$c/root"
+state = "$c/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs"]
+[grpc]
+  address = "$c/containerd.sock"
+[ttrpc]
+  address = "$c/containerd.sock.ttrpc"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$PAUSE_IMAGE"
+  restrict_oom_score_adj = $restrict
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "$CNI_BIN_DIR"
+    conf_dir = "$STATE_DIR/cni/net.d"
+TOML
+  # "firewall" accepts pod traffic in FORWARD: Docker sets its policy to DROP, and
+  # br_netfilter sends bridged pod-to-pod traffic through it.
+  cat >"$STATE_DIR/cni/net.d/10-pier-kube.conflist" <<CNI
+{"cniVersion": "1.0.0", "name": "pier-kube", "plugins": [
+  {"type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "ipMasq": true, "hairpinMode": true,
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$POD_CIDR"}]], "routes": [{"dst": "0.0.0.0/0"}],
+            "dataDir": "$STATE_DIR/cni/ipam"}},
+  {"type": "firewall", "backend": "iptables"},
+  {"type": "portmap", "capabilities": {"portMappings": true}}]}
+CNI
+  t=$(now)
+  launch containerd containerd --config "$c/config.toml"
+  ctr=(ctr -a "$c/containerd.sock" -n k8s.io)
+  wait_for containerd 30 "${ctr[@]}" version
+  local r
+  r=$(mktemp -d)
+  cp "$bin/pause" "$r/pause"
+  mkimage "$STATE_DIR/pause.tar" "$PAUSE_IMAGE" "$r" '["/pause"]'
+  rm -rf "$r"
+  "${ctr[@]}" images import "$STATE_DIR/pause.tar" >/dev/null
+  # shellcheck disable=SC2086 # a list of image names
+  docker save $IMAGES | "${ctr[@]}" images import - >/dev/null
+  log "containerd ready, images imported: $IMAGES ($(since "$t")s)"
+
+  cat >"$STATE_DIR/kubelet/config.yaml" <<YAML
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: $ip
+port: $KUBELET_PORT
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: $KUBELET_HEALTHZ_PORT
+containerRuntimeEndpoint: unix://$c/containerd.sock
+cgroupDriver: cgroupfs
+failCgroupV1: false
+failSwapOn: false
+tlsCertFile: $p/kubelet.crt
+tlsPrivateKeyFile: $p/kubelet.key
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $p/ca.crt}
+authorization: {mode: Webhook}
+clusterDomain: cluster.local
+resolvConf: /etc/resolv.conf
+evictionHard: {memory.available: 100Mi, nodefs.available: 2%, imagefs.available: 2%}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+maxPods: 60
+YAML
+  t=$(now)
+  launch kubelet nice -n 5 "$bin/kubelet" --config="$STATE_DIR/kubelet/config.yaml" \
+    --kubeconfig="$STATE_DIR/kubeconfig-kubelet" --hostname-override="$NODE_NAME" --node-ip="$ip" \
+    --root-dir="$STATE_DIR/kubelet/root"
+  local k=("$bin/kubectl" --kubeconfig "$STATE_DIR/kubeconfig")
+  wait_for kubelet 120 "${k[@]}" get node "$NODE_NAME"
+  "${k[@]}" wait --for=condition=Ready "node/$NODE_NAME" --timeout=120s >/dev/null
+  log "node $NODE_NAME ready ($(since "$t")s)"
+}
+
+# ---------------------------------------------------------------- stop
+stop_one() {
+  local n=$1 pid i
+  [[ -f $STATE_DIR/pids/$n ]] || return 0
+  pid=$(cat "$STATE_DIR/pids/$n")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < 75; i++)); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.2
+    done
+    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$STATE_DIR/pids/$n"
+}
+
+cmd_stop() {
+  local user=${1:-} u others=0
+  [[ -d $STATE_DIR ]] || return 0
+  if [[ -n $user ]]; then
+    rm -f "$STATE_DIR/users/$user"
+    for u in "$STATE_DIR"/users/*; do
+      [[ -e $u ]] || continue
+      if kill -0 "$(basename "$u")" 2>/dev/null; then others=$((others + 1)); else rm -f "$u"; fi
+    done
+    if ((others)); then
+      log "left running for $others other user(s)"
+      return 0
+    fi
+  fi
+  local t bin
+  t=$(now)
+  bin=$(cat "$STATE_DIR/bin" 2>/dev/null || true)
+  stop_one kubelet
+  # Stopping the kubelet leaves the pods' containers, network namespaces and mounts:
+  # tear the sandboxes down through the CRI first.
+  if alive containerd && [[ -x $bin/pier-cri-clean ]]; then
+    "$bin/pier-cri-clean" "unix://$STATE_DIR/containerd/containerd.sock" 2>/dev/null || true
+  fi
+  stop_one containerd
+  # The apiserver before etcd: stopped together it hangs retrying etcd.
+  stop_one kube-scheduler
+  stop_one kube-controller-manager
+  stop_one kube-apiserver
+  stop_one etcd
+  # Leftover shims of a containerd that was killed, then mounts (deepest first), the bridge.
+  pkill_shims
+  { findmnt -rn -o TARGET 2>/dev/null | grep "^$STATE_DIR/" | sort -r || true; } |
+    while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
+  ip link del "$BRIDGE" 2>/dev/null || true
+  firewall_chains_down
+  rm -rf "$STATE_DIR" 2>/dev/null || { sleep 1; rm -rf "$STATE_DIR"; }
+  log "stopped and removed $STATE_DIR ($(since "$t")s)"
+}
+
+# The chains the CNI firewall plugin adds (it never removes them), once no pod rule is left
+# in them: another CNI user on this machine keeps its rules, and so the chains.
+firewall_chains_down() {
+  command -v iptables >/dev/null || return 0
+  local rules
+  rules=$(iptables -w -S CNI-FORWARD 2>/dev/null | grep -c '^-A' || true)
+  [[ $rules == 1 ]] && [[ $(iptables -w -S CNI-ADMIN 2>/dev/null | grep -c '^-A' || true) == 0 ]] || return 0
+  iptables -w -D FORWARD -m comment --comment "CNI firewall plugin rules" -j CNI-FORWARD 2>/dev/null || true
+  iptables -w -F CNI-FORWARD 2>/dev/null && iptables -w -X CNI-FORWARD 2>/dev/null || true
+  iptables -w -X CNI-ADMIN 2>/dev/null || true
+}
+
+# containerd-shim processes of our containerd only (their -address names our socket).
+pkill_shims() {
+  local pid
+  for pid in $(pgrep -f "containerd-shim.*-address $STATE_DIR/containerd/containerd.sock" 2>/dev/null || true); do
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+}
+
+cmd_status() {
+  local n
+  [[ -f $STATE_DIR/node ]] && echo "node: $(cat "$STATE_DIR/node")"
+  for n in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet; do
+    if alive "$n"; then printf '%-24s pid %s\n' "$n" "$(cat "$STATE_DIR/pids/$n")"; else printf '%-24s stopped\n' "$n"; fi
+  done
+}
+
+cmd=${1:-}
+shift || true
+user=
+if [[ ${1:-} == --user ]]; then user=${2:?--user needs a PID}; fi
+mkdir -p "$(dirname "$STATE_DIR")"
+case $cmd in
+  start | stop)
+    # One start or stop at a time on this machine.
+    exec 9>"$STATE_DIR.lock"
+    flock 9
+    "cmd_$cmd" "$user"
+    ;;
+  status) cmd_status ;;
+  env) echo "export KUBECONFIG=$STATE_DIR/kubeconfig" ;;
+  *)
+    sed -n '2,25s/^# \{0,1\}//p' "$0"
+    exit 2
+    ;;
+esac
