@@ -137,7 +137,9 @@ function config(gatewayUrl: string, token: string, f: Fixtures): string {
   return [
     `base-url = ${toml(gatewayUrl)}`,
     `headers = ${tomlTable({ Authorization: `Bearer ${token}` })}`,
-    `request-timeout = 15`,
+    // Longer than the gateway's own upstream timeout (30 s): a slow answer becomes the
+    // gateway's 504, a finding with a status, not a client-side timeout.
+    `request-timeout = 40`,
     `workers = ${/^\d+$/.test(workers) ? workers : toml(workers)}`,
     `max-time = ${seconds}`,
     `continue-on-failure = true`,

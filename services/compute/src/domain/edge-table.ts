@@ -45,10 +45,11 @@ export function routeOf(table: EdgeRoute[], serviceId: string): EdgeRoute | unde
  * push never undoes a newer change, as a table read before a change and pushed after it
  * would: a removed hostname routed again, or a verified one dropped, until the next pass.
  */
-export async function syncEdge<T>(ctx: ComputeContext, change: TableChange = {}, then?: () => Promise<T>): Promise<T | undefined> {
+export async function syncEdge<T>(ctx: ComputeContext, change: TableChange = {}, then?: () => Promise<T>, onTurn?: () => void): Promise<T | undefined> {
   const edge = ctx.edge.port;
   if (!edge) return then?.();
   return ctx.locks.run('edge:table', async () => {
+    onTurn?.();
     await edge.sync(await routingTable(ctx.edge, change));
     return then?.();
   });

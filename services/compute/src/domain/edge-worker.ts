@@ -34,9 +34,16 @@ export class EdgeWorker implements EdgeSyncer {
   }
 
   poke(): void {
-    if (this.stopped || !this.ctx.edge.port) return;
-    void this.sync().catch((err: unknown) => this.log.warn({ err: String(err) }, 'edge sync failed; the next pass retries'));
+    // One poke waiting for its turn covers every poke until then: it reads the table when it runs.
+    if (this.stopped || !this.ctx.edge.port || this.pokeWaiting) return;
+    this.pokeWaiting = true;
+    void syncEdge(this.ctx, {}, undefined, () => (this.pokeWaiting = false)).catch((err: unknown) => {
+      this.pokeWaiting = false;
+      this.log.warn({ err: String(err) }, 'edge sync failed; the next pass retries');
+    });
   }
+
+  private pokeWaiting = false;
 
   private async sync(): Promise<void> {
     await syncEdge(this.ctx);
