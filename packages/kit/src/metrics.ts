@@ -19,10 +19,16 @@ export interface ServiceMetrics {
 
 export const LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-export function createServiceMetrics(service: string): ServiceMetrics {
+/** A registry of a Pier process: every series labelled `service`, with Node's process metrics. */
+export function serviceRegistry(service: string): Registry {
   const registry = new Registry();
   registry.setDefaultLabels({ service });
   collectDefaultMetrics({ register: registry });
+  return registry;
+}
+
+export function createServiceMetrics(service: string): ServiceMetrics {
+  const registry = serviceRegistry(service);
   const requests = new Histogram({
     name: 'pier_http_request_duration_seconds',
     help: 'HTTP requests answered, by method, route template and status, and how long they took (its _count is the request count)',

@@ -2,8 +2,8 @@
 // (PIER_GATEWAY_METRICS_PORT), never on the public one: what the platform does is for its
 // operators, and the public port answers 404 for these paths.
 import type http from 'node:http';
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { checkReadiness, grpcClientMetric, LATENCY_BUCKETS, type GrpcCallObserver, type ReadinessChecks } from '@pier/kit';
+import { Counter, Histogram, type Registry } from 'prom-client';
+import { checkReadiness, grpcClientMetric, LATENCY_BUCKETS, serviceRegistry, type GrpcCallObserver, type ReadinessChecks } from '@pier/kit';
 
 export interface GatewayMetrics {
   registry: Registry;
@@ -16,9 +16,7 @@ export interface GatewayMetrics {
 }
 
 export function createGatewayMetrics(): GatewayMetrics {
-  const registry = new Registry();
-  registry.setDefaultLabels({ service: 'gateway' });
-  collectDefaultMetrics({ register: registry });
+  const registry = serviceRegistry('gateway');
   // By upstream, not by route template: the gateway routes by prefix and knows no templates;
   // each service's own /metrics has them.
   const requests = new Histogram({
