@@ -67,7 +67,7 @@ async function benchGateway(infra: Infra): Promise<void> {
     const configDir = await mkdtemp(path.join(os.tmpdir(), 'pier-bench-'));
     cleanups.push(() => rm(configDir, { recursive: true, force: true }));
     const keys = await generateIdentityKeys();
-    const [authHttp, authGrpc, gatewayPort] = [await freePort(), await freePort(), await freePort()];
+    const [authHttp, authGrpc, gatewayPort, gatewayMetrics] = [await freePort(), await freePort(), await freePort(), await freePort()];
     const base: NodeJS.ProcessEnv = { ...process.env, PIER_LOG_LEVEL: 'error', PIER_BIND_HOST: '127.0.0.1' };
     // PIER_BENCH_PROFILE=<dir>: V8 CPU profiles of auth and the gateway, written when they stop.
     const nodeArgs = process.env.PIER_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.PIER_BENCH_PROFILE)}`] : [];
@@ -98,8 +98,10 @@ async function benchGateway(infra: Infra): Promise<void> {
       {
         ...base,
         PIER_GATEWAY_PORT: String(gatewayPort),
+        PIER_GATEWAY_METRICS_PORT: String(gatewayMetrics),
         PIER_AUTH_GRPC_URL: `127.0.0.1:${authGrpc}`,
         PIER_AUTH_URL: `http://127.0.0.1:${authHttp}`,
+        PIER_NATS_URL: infra.natsUrl,
         // The limiter stays on (its cost is part of what is measured) but never refuses.
         PIER_RATE_LIMIT_TOKEN_PER_HOUR: '100000000',
         PIER_RATE_LIMIT_TOKEN_BURST: '100000',
@@ -195,6 +197,14 @@ async function benchGateway(infra: Infra): Promise<void> {
     const serialAdded = serial.gateway.p50 - serial.direct.p50;
     console.log(
       `  added at p50, one request at a time: ${serialAdded.toFixed(2)} ms  (target ≤ 1 ms: ${serialAdded <= 1 ? 'met' : 'MISSED'});  at p99: ${(serial.gateway.p99 - serial.direct.p99).toFixed(2)} ms`,
+    );
+    // The gateway's cache of auth's answers (PIER_AUTH_CACHE): how many requests it answered.
+    const metricsText = await (await fetch(`http://127.0.0.1:${gatewayMetrics}/metrics`)).text();
+    const cached = (result: string) =>
+      Number(new RegExp(`^pier_gateway_auth_cache_total\\{[^}]*result="${result}"[^}]*\\} (\\S+)$`, 'm').exec(metricsText)?.[1] ?? 0);
+    const [hit, miss, off] = ['hit', 'miss', 'off'].map(cached) as [number, number, number];
+    console.log(
+      `  auth answer cache: ${hit} hits, ${miss} misses, ${off} asked without it (hit rate ${((100 * hit) / Math.max(1, hit + miss + off)).toFixed(2)}%)`,
     );
     if (d.errors + g.errors > 0) throw new Error(`${d.errors + g.errors} requests failed`);
   } finally {

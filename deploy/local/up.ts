@@ -202,6 +202,7 @@ async function main(): Promise<void> {
       PIER_GATEWAY_PORT: String(ports.gateway),
       PIER_GATEWAY_METRICS_PORT: String(ports.gatewayMetrics),
       PIER_BIND_HOST: host,
+      PIER_NATS_URL: nats!.url,
       PIER_AUTH_GRPC_URL: `127.0.0.1:${ports.authGrpc}`,
       PIER_AUTH_URL: urls.auth,
       PIER_COMPUTE_URL: urls.compute,

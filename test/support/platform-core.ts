@@ -184,6 +184,7 @@ export async function startPlatformAt(opts: PlatformOptions): Promise<Platform> 
           PIER_LOG_LEVEL: opts.gatewayLog ? 'info' : level,
           PIER_AUTH_GRPC_URL: serviceUrls.authGrpc,
           PIER_AUTH_URL: serviceUrls.auth,
+          PIER_NATS_URL: opts.natsUrl,
           PIER_COMPUTE_URL: serviceUrls.compute,
           PIER_DATABASES_URL: serviceUrls.databases,
           PIER_SECRETS_URL: serviceUrls.secrets,

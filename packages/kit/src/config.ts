@@ -14,6 +14,11 @@ export function loadConfig<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEn
 
 /** Shared pieces of every service's environment. */
 export const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
+/** A duration variable in whole milliseconds, `min` to `max`. */
+export const millis = (name: string, min: number, max: number, fallback: number) => {
+  const message = `${name} must be a whole number of milliseconds, ${min} to ${max}`;
+  return z.coerce.number({ message }).int(message).min(min, message).max(max, message).default(fallback);
+};
 export const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info');
 
 /** Defaults of PIER_DATABASE_CONNECT_TIMEOUT_MS and PIER_DATABASE_ACQUIRE_TIMEOUT_MS (kit's createDb). */

@@ -25,3 +25,4 @@ export * from './url-guard.ts';
 export * from './query-params.ts';
 export * from './backup-store.ts';
 export * from './idempotency.ts';
+export * from './auth-epoch.ts';

@@ -1,5 +1,6 @@
 import type { Knex, Route } from '@pier/kit';
 import type { VpcUsage } from './domain/vpcs.ts';
+import type { AnswerCaches } from './domain/answer-caches.ts';
 import { ApiKeys } from './domain/api-keys.ts';
 import { CliSessions } from './domain/cli-sessions.ts';
 import { Members } from './domain/members.ts';
@@ -13,6 +14,7 @@ export interface RouteDeps {
   db: Knex;
   usage: VpcUsage;
   lastUsed: LastUsedRecorder;
+  caches: AnswerCaches;
 }
 
 /** Every REST route auth serves, built from its dependencies. */
@@ -20,9 +22,9 @@ export function authRestRoutes(deps: RouteDeps): Route[] {
   const store = new Store(deps.db);
   return authRoutes({
     workspaces: new Workspaces(store),
-    members: new Members(store),
-    vpcs: new Vpcs(store, deps.usage),
-    apiKeys: new ApiKeys(store, deps.lastUsed),
-    sessions: new CliSessions(store, deps.lastUsed),
+    members: new Members(store, deps.caches),
+    vpcs: new Vpcs(store, deps.usage, deps.caches),
+    apiKeys: new ApiKeys(store, deps.lastUsed, deps.caches),
+    sessions: new CliSessions(store, deps.lastUsed, deps.caches),
   });
 }

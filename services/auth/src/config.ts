@@ -1,7 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { serviceEnv, port, loadConfig } from '@pier/kit';
+import { AUTH_CACHE_CLOCK_SKEW_MS, AUTH_CACHE_LEASE_MS, serviceEnv, port, loadConfig, millis } from '@pier/kit';
 
 const optionalUrl = (name: string) =>
   z
@@ -60,6 +60,11 @@ export const authEnv = serviceEnv
     PIER_DATABASES_URL: optionalUrl('PIER_DATABASES_URL'),
     PIER_SECRETS_URL: optionalUrl('PIER_SECRETS_URL'),
     PIER_IDENTITY_TTL_SECONDS: z.coerce.number().int().min(10).max(3600).default(60),
+    // The gateways' answer caches (kit's auth-epoch.ts): how long an epoch tick keeps a
+    // cache usable, and how far apart clocks may be. A revoke that a cut-off gateway does
+    // not acknowledge answers after both.
+    PIER_AUTH_CACHE_LEASE_MS: millis('PIER_AUTH_CACHE_LEASE_MS', 100, 10_000, AUTH_CACHE_LEASE_MS),
+    PIER_AUTH_CACHE_CLOCK_SKEW_MS: millis('PIER_AUTH_CACHE_CLOCK_SKEW_MS', 0, 10_000, AUTH_CACHE_CLOCK_SKEW_MS),
   })
   .superRefine((env, ctx) => {
     const priv = parseJwk(env.PIER_IDENTITY_PRIVATE_KEY);

@@ -4,6 +4,7 @@ import { CachingIdentityMinter } from './authn/identity-minter.ts';
 import { OidcVerifier } from './authn/oidc.ts';
 import { bootstrap, type BootstrapResult } from './bootstrap/bootstrap.ts';
 import { HttpVpcUsage, type UsageTarget } from './clients/vpc-usage.ts';
+import { EpochBroadcaster } from './clients/epoch-broadcaster.ts';
 import type { AuthConfig } from './config.ts';
 import { Authenticator } from './domain/authenticate.ts';
 import { VpcLookup } from './domain/vpcs.ts';
@@ -44,6 +45,7 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
         : undefined;
 
       const lastUsed = new LastUsedRecorder(db, logger);
+      const installation = await store.installation();
       const minter = new CachingIdentityMinter(privateKey, config.PIER_IDENTITY_TTL_SECONDS);
       const oidc =
         config.PIER_OIDC_ISSUER && config.PIER_OIDC_JWKS_URL && config.PIER_OIDC_AUDIENCE
@@ -55,6 +57,7 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
         jwt: oidc,
         minter,
         uses: lastUsed,
+        installation,
       });
 
       const targets: UsageTarget[] = [
@@ -69,10 +72,18 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
         );
       }
       const usage = new HttpVpcUsage(targets, () => minter.service('auth'));
+      const caches = new EpochBroadcaster(
+        db,
+        installation,
+        config.PIER_NATS_URL,
+        config.PIER_AUTH_CACHE_LEASE_MS,
+        config.PIER_AUTH_CACHE_CLOCK_SKEW_MS,
+        logger,
+      );
       return {
-        routes: authRestRoutes({ db, usage, lastUsed }),
-        grpc: { port: config.PIER_AUTH_GRPC_PORT, services: [authGrpcService(authenticator, new VpcLookup(store.vpcs, verifier), logger)] },
-        background: [lastUsed],
+        routes: authRestRoutes({ db, usage, lastUsed, caches }),
+        grpc: { port: config.PIER_AUTH_GRPC_PORT, services: [authGrpcService(authenticator, new VpcLookup(store.vpcs, verifier), lastUsed, logger)] },
+        background: [lastUsed, caches],
         extra: { bootstrap: boot },
         describe: { oidc: oidc !== undefined },
       };

@@ -17,7 +17,7 @@ describe('auth migrations', () => {
       (await db.raw<{ rows: { t: string }[] }>(`select table_name as t from information_schema.tables where table_schema = 'auth' order by 1`)).rows.map(
         (r) => r.t,
       );
-    const expected = ['api_keys', 'bootstrap', 'cli_sessions', 'idempotency_keys', 'memberships', 'outbox', 'users', 'vpcs', 'workspaces'];
+    const expected = ['api_keys', 'auth_epoch', 'bootstrap', 'cli_sessions', 'idempotency_keys', 'memberships', 'outbox', 'users', 'vpcs', 'workspaces'];
     try {
       await migrate(db, SCHEMA, migrations, 'up');
       expect((await tables()).filter((t) => !t.startsWith('migrations'))).toEqual(expected);

@@ -14,7 +14,7 @@ import {
   writeSocketError,
   type Logger,
 } from '@pier/kit';
-import type { AuthClient } from './auth-client.ts';
+import type { Authenticates } from './answer-cache.ts';
 import { routeOf, type RouteTarget, type Upstream } from './routing.ts';
 import { bearerToken, missingToken } from './http/authenticate.ts';
 import { createUpstreamProxy, UPGRADE_DONE, type UpgradeRequest, type UpstreamProxy } from './http/proxy.ts';
@@ -26,7 +26,8 @@ import { addressKey, clientAddress, rateLimitHeaders, setRateLimitHeaders, token
 
 export interface GatewayDeps {
   logger: Logger;
-  auth: AuthClient;
+  /** Auth's answers: the gRPC client, or the cache in front of it. */
+  auth: Authenticates;
   /** Base URL of each routed service; a service that is absent is not routed. */
   upstreams: Map<Upstream, string>;
   limits: RateLimits;

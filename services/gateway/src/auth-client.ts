@@ -6,6 +6,12 @@ export interface Authenticated {
   role: string;
   identity_token: string;
   expires_in: number;
+  /** Until when (Unix ms) the answer may be reused, under `epoch` (answer-cache.ts); 0: never. */
+  cache_until_ms: number;
+  epoch: number;
+  api_key_id: string;
+  session_id: string;
+  installation: string;
 }
 
 /** The full method path, as pier_grpc_client_duration_seconds names it. */
@@ -31,6 +37,7 @@ export interface AuthClientOptions {
 export class AuthClient {
   private readonly client: grpc.Client & {
     Authenticate(req: unknown, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: Authenticated) => void): void;
+    RecordUses(req: unknown, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null) => void): void;
   };
 
   private readonly timeoutMs: number;
@@ -84,6 +91,15 @@ export class AuthClient {
         } else reject(known);
       });
     });
+  }
+
+  /** Tells auth of uses answered from the gateway's cache (last_used_at). */
+  recordUses(apiKeyIds: string[], sessionIds: string[]): Promise<void> {
+    return new Promise((resolve, reject) =>
+      this.client.RecordUses({ api_key_ids: apiKeyIds, session_ids: sessionIds }, this.metadata, { deadline: Date.now() + 5000 }, (err) =>
+        err ? reject(fromGrpcError(err)) : resolve(),
+      ),
+    );
   }
 
   /** Readiness: the channel to auth connects within `timeoutMs`. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { loadConfig, logLevel, port } from '@pier/kit';
+import { loadConfig, logLevel, millis, port } from '@pier/kit';
 import { AUTH_RECONNECT_MAX_MS, AUTH_TIMEOUT_MS } from './auth-client.ts';
 
 const url = (name: string) => z.string().url({ message: `${name} must be an http:// URL` });
@@ -7,10 +7,6 @@ const url = (name: string) => z.string().url({ message: `${name} must be an http
 const count = (name: string, unit: string, fallback: number) => {
   const message = `${name} must be a whole number of ${unit}, at least 1`;
   return z.coerce.number({ message }).int(message).min(1, message).max(100_000_000, `${name} must be at most 100000000`).default(fallback);
-};
-const millis = (name: string, min: number, max: number, fallback: number) => {
-  const message = `${name} must be a whole number of milliseconds, ${min} to ${max}`;
-  return z.coerce.number({ message }).int(message).min(min, message).max(max, message).default(fallback);
 };
 const optionalUrl = (name: string) => z.preprocess((v) => (v === '' ? undefined : v), url(name).optional());
 
@@ -27,6 +23,10 @@ export const gatewayEnv = z.object({
   PIER_LOG_LEVEL: logLevel,
   PIER_AUTH_GRPC_URL: z.string().regex(/^[^\s/]+:\d+$/, "PIER_AUTH_GRPC_URL must be host:port of auth's gRPC server"),
   PIER_AUTH_URL: url('PIER_AUTH_URL'),
+  // The cache of auth's answers (answer-cache.ts) follows auth's epoch over NATS; without
+  // a NATS URL, or with PIER_AUTH_CACHE=off, auth is asked on every request.
+  PIER_NATS_URL: z.preprocess((v) => (v === '' ? undefined : v), z.string().optional()),
+  PIER_AUTH_CACHE: z.enum(['on', 'off'], { message: 'PIER_AUTH_CACHE must be on or off' }).default('on'),
   PIER_COMPUTE_URL: optionalUrl('PIER_COMPUTE_URL'),
   PIER_DATABASES_URL: optionalUrl('PIER_DATABASES_URL'),
   PIER_SECRETS_URL: optionalUrl('PIER_SECRETS_URL'),

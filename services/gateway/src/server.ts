@@ -2,6 +2,7 @@ import { close, createLogger, Lifecycle, listen, type Logger, type ReadinessChec
 import { createGatewayMetrics, internalHandler } from './http/metrics.ts';
 import type { GatewayConfig } from './config.ts';
 import { AuthClient } from './auth-client.ts';
+import { AnswerCache, type Authenticates } from './answer-cache.ts';
 import { createGateway } from './app.ts';
 import type { Upstream } from './routing.ts';
 import { RateLimiter } from './http/rate-limit.ts';
@@ -51,6 +52,14 @@ export async function start(config: GatewayConfig, options: GatewayOptions = {})
       observe: metrics.grpcClient,
     });
     life.onStop('auth client', () => auth.close());
+    let answers: Authenticates = auth;
+    if (config.PIER_AUTH_CACHE === 'on' && config.PIER_NATS_URL) {
+      const cache = new AnswerCache(auth, config.PIER_NATS_URL, logger, metrics.authCache);
+      cache.start();
+      metrics.followCacheLease(() => cache.secondsLeft());
+      life.onStop('auth answer cache', () => cache.stop());
+      answers = cache;
+    }
     const limits = {
       tokens: new RateLimiter({ perHour: config.PIER_RATE_LIMIT_TOKEN_PER_HOUR, burst: config.PIER_RATE_LIMIT_TOKEN_BURST }),
       addresses: new RateLimiter({ perHour: config.PIER_RATE_LIMIT_ADDRESS_PER_HOUR, burst: config.PIER_RATE_LIMIT_ADDRESS_BURST }),
@@ -60,7 +69,7 @@ export async function start(config: GatewayConfig, options: GatewayOptions = {})
       limits.tokens.close();
       limits.addresses.close();
     });
-    const gateway = createGateway({ logger, auth, upstreams, limits, upstreamTimeoutMs: config.PIER_UPSTREAM_TIMEOUT_MS, metrics });
+    const gateway = createGateway({ logger, auth: answers, upstreams, limits, upstreamTimeoutMs: config.PIER_UPSTREAM_TIMEOUT_MS, metrics });
     life.onStop('upstream pools', () => gateway.close());
     const { server, port } = await listen(gateway.handle, config.PIER_GATEWAY_PORT, config.PIER_BIND_HOST, { maxHeaderSize: GATEWAY_MAX_HEADER_BYTES });
     server.on('upgrade', gateway.upgrade);

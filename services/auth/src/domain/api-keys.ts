@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { AuthStore } from './store-port.ts';
+import { changingAnswers, type AnswerCaches } from './answer-caches.ts';
 import type { ApiKeyRow } from './records.ts';
 import { mapPage, type Page, type PageRequest } from '@pier/kit';
 import { apiKeyCreated, apiKeyRevoked } from './events.ts';
@@ -22,6 +23,7 @@ export class ApiKeys {
   constructor(
     private readonly store: AuthStore,
     private readonly pending: PendingUse,
+    private readonly caches: AnswerCaches,
     private readonly now: () => Date = () => new Date(),
   ) {}
 
@@ -60,7 +62,7 @@ export class ApiKeys {
   revoke(actorId: string, workspaceId: string, keyId: string): Promise<void> {
     const ws = requireId(workspaceId, 'workspace', 'workspace_not_found');
     const id = requireId(keyId, 'API key', 'api_key_not_found');
-    return this.store.transaction(async (tx) => {
+    return changingAnswers(this.store, this.caches, async (tx) => {
       const row = await tx.apiKeys.revoke(ws, id);
       if (!row) throw apiKeyNotFound();
       await tx.event(apiKeyRevoked(ws, row.id, row.name, actorId));

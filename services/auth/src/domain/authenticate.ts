@@ -15,6 +15,12 @@ export interface AuthenticateResponse {
   role: string;
   identity_token: string;
   expires_in: number;
+  /** Until when (Unix ms) a gateway may reuse this answer, under `epoch`; 0: not at all. */
+  cache_until_ms: number;
+  epoch: number;
+  api_key_id: string;
+  session_id: string;
+  installation: string;
 }
 
 export interface CredentialLookup {
@@ -44,6 +50,8 @@ export interface AuthenticatorDeps {
   jwt?: JwtVerifier;
   minter: IdentityMinter;
   uses: UseRecorder;
+  /** This installation's id (domain/answer-caches.ts). */
+  installation: string;
 }
 
 /** The 401 message the spec fixes for API keys; the gateway passes it through as is. */
@@ -52,8 +60,11 @@ export const INVALID_API_KEY = 'invalid or expired API key';
 /**
  * Answers the gateway's one question per request: who is this bearer token, and what is
  * their role where the path points. The credential and the role are read from the
- * database on every call (never cached), so revocation, expiry, downgrade and removal are
- * effective on the very next request. Only the signed identity token is reused.
+ * database on every call. A gateway may reuse an answer for an API key or CLI session
+ * (never for a JWT) until the credential expires or half the identity token's life has
+ * gone, and only while the auth epoch it was read under is current
+ * (domain/answer-caches.ts): revocation, expiry, downgrade and removal are still
+ * effective on the very next request.
  *
  * A workspace the caller is not a member of is answered 404, not 403, so that workspace
  * ids cannot be probed for existence; the same for a VPC outside the workspace.
@@ -90,7 +101,22 @@ export class Authenticator {
       role,
     };
     const minted = await this.deps.minter.mint(identity);
-    return { user_id: found.user_id, email: found.email, role: role ?? '', identity_token: minted.token, expires_in: minted.expiresIn };
+    const now = Date.now();
+    // Half the token's remaining life: a reused token still has that much left when forwarded.
+    const expiry = found.expires_at === null ? Infinity : new Date(found.expires_at).getTime();
+    const cacheUntil = table ? Math.min(expiry, now + (minted.expiresIn * 1000) / 2) : 0;
+    return {
+      user_id: found.user_id,
+      email: found.email,
+      role: role ?? '',
+      identity_token: minted.token,
+      expires_in: minted.expiresIn,
+      cache_until_ms: Math.floor(cacheUntil),
+      epoch: found.epoch,
+      api_key_id: table === 'api_keys' ? found.credential_id! : '',
+      session_id: table === 'cli_sessions' ? found.credential_id! : '',
+      installation: this.deps.installation,
+    };
   }
 
   private async resolve(token: string, scope: Scope): Promise<{ found: Resolved; table?: 'api_keys' | 'cli_sessions' }> {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { AuthStore } from './store-port.ts';
+import { changingAnswers, type AnswerCaches } from './answer-caches.ts';
 import type { SessionRow } from './records.ts';
 import { mapPage, type Page, type PageRequest } from '@pier/kit';
 import { requireId, sessionNotFound } from './ids.ts';
@@ -11,6 +12,7 @@ export class CliSessions {
   constructor(
     private readonly store: AuthStore,
     private readonly pending: { pendingFor(table: 'cli_sessions', id: string): Date | undefined },
+    private readonly caches: AnswerCaches,
     private readonly now: () => Date = () => new Date(),
   ) {}
 
@@ -37,7 +39,9 @@ export class CliSessions {
   }
 
   async revoke(userId: string, sessionId: string): Promise<void> {
-    const row = await this.store.sessions.revoke(userId, requireId(sessionId, 'CLI session', 'cli_session_not_found'));
-    if (!row) throw sessionNotFound();
+    const id = requireId(sessionId, 'CLI session', 'cli_session_not_found');
+    await changingAnswers(this.store, this.caches, async (tx) => {
+      if (!(await tx.sessions.revoke(userId, id))) throw sessionNotFound();
+    });
   }
 }

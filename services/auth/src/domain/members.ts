@@ -1,12 +1,19 @@
 import { ConflictError, ForbiddenError, type Role, type Page, type PageRequest } from '@pier/kit';
 import type { AuthStore } from './store-port.ts';
+import { changingAnswers, type AnswerCaches } from './answer-caches.ts';
 import type { MemberRow } from './records.ts';
 import { memberAdded, memberRemoved, memberRoleChanged } from './events.ts';
 import { memberNotFound, requireId, workspaceNotFound } from './ids.ts';
 import { checkMembershipChange } from './membership-rules.ts';
 
+/** Role changes and removals alter Authenticate answers (domain/answer-caches.ts). */
+const CHANGES_ANSWERS = true;
+
 export class Members {
-  constructor(private readonly store: AuthStore) {}
+  constructor(
+    private readonly store: AuthStore,
+    private readonly caches: AnswerCaches,
+  ) {}
 
   async list(workspaceId: string, page: PageRequest): Promise<Page<MemberRow>> {
     const ws = requireId(workspaceId, 'workspace', 'workspace_not_found');
@@ -15,7 +22,8 @@ export class Members {
 
   /** Adds the user with this e-mail (created when unknown) to the workspace. */
   add(actorId: string, workspaceId: string, email: string, role: Role): Promise<MemberRow> {
-    return this.inLockedWorkspace(actorId, workspaceId, async (tx, actorRole) => {
+    // A new member only turns refusals into answers, and refusals are never cached.
+    return this.inLockedWorkspace(actorId, workspaceId, !CHANGES_ANSWERS, async (tx, actorRole) => {
       checkMembershipChange(actorRole, null, role, 0);
       const user = await tx.users.findOrCreate(email);
       if (!(await tx.members.add(workspaceId, user.id, role))) {
@@ -28,7 +36,7 @@ export class Members {
 
   changeRole(actorId: string, workspaceId: string, userId: string, role: Role): Promise<MemberRow> {
     const target = requireId(userId, 'member', 'member_not_found');
-    return this.inLockedWorkspace(actorId, workspaceId, async (tx, actorRole) => {
+    return this.inLockedWorkspace(actorId, workspaceId, CHANGES_ANSWERS, async (tx, actorRole) => {
       const member = await tx.members.get(workspaceId, target);
       if (!member) throw memberNotFound();
       if (member.role === role) return member;
@@ -41,7 +49,7 @@ export class Members {
 
   remove(actorId: string, workspaceId: string, userId: string): Promise<void> {
     const target = requireId(userId, 'member', 'member_not_found');
-    return this.inLockedWorkspace(actorId, workspaceId, async (tx, actorRole) => {
+    return this.inLockedWorkspace(actorId, workspaceId, CHANGES_ANSWERS, async (tx, actorRole) => {
       const member = await tx.members.get(workspaceId, target);
       if (!member) throw memberNotFound();
       checkMembershipChange(actorRole, member.role, null, await tx.members.countOwners(workspaceId));
@@ -55,9 +63,12 @@ export class Members {
    * as it stands inside that lock rather than by the identity token, which can be
    * seconds old.
    */
-  private inLockedWorkspace<T>(actorId: string, workspaceId: string, fn: (tx: AuthStore, actorRole: Role) => Promise<T>): Promise<T> {
+  private inLockedWorkspace<T>(actorId: string, workspaceId: string, changesAnswers: boolean, fn: (tx: AuthStore, actorRole: Role) => Promise<T>): Promise<T> {
     const ws = requireId(workspaceId, 'workspace', 'workspace_not_found');
-    return this.store.transaction(async (tx) => {
+    const run = changesAnswers
+      ? (body: (tx: AuthStore) => Promise<T>) => changingAnswers(this.store, this.caches, body)
+      : (body: (tx: AuthStore) => Promise<T>) => this.store.transaction(body);
+    return run(async (tx) => {
       if (!(await tx.workspaces.lock(ws))) throw workspaceNotFound();
       const actor = await tx.members.get(ws, actorId);
       if (!actor) throw workspaceNotFound();

@@ -78,6 +78,10 @@ export interface Resolved {
   email: string;
   role: Role | null;
   vpc_found: boolean;
+  /** When the key or session expires (null: never, or not a key or session). */
+  expires_at: Date | null;
+  /** The auth epoch of the snapshot this was read from. */
+  epoch: number;
 }
 
 export interface Scope {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AuthenticationError, ConflictError, isUuid, type Identity, type Page, type PageRequest } from '@pier/kit';
 import type { AuthStore, VpcRecords } from './store-port.ts';
+import { changingAnswers, type AnswerCaches } from './answer-caches.ts';
 import type { VpcRow } from './records.ts';
 import { vpcCreated, vpcDeleted } from './events.ts';
 import { requireId, vpcNotFound } from './ids.ts';
@@ -15,6 +16,7 @@ export class Vpcs {
   constructor(
     private readonly store: AuthStore,
     private readonly usage: VpcUsage,
+    private readonly caches: AnswerCaches,
   ) {}
 
   async list(workspaceId: string, page: PageRequest): Promise<Page<VpcRow>> {
@@ -51,7 +53,7 @@ export class Vpcs {
       const what = busy.map(([service, n]) => `${n} ${service} resource${n === 1 ? '' : 's'}`).join(', ');
       throw new ConflictError(`VPC is not empty: it still holds ${what}; delete them first`, 'vpc_not_empty');
     }
-    await this.store.transaction(async (tx) => {
+    await changingAnswers(this.store, this.caches, async (tx) => {
       const deleted = await tx.vpcs.delete(vpc.workspace_id, vpc.id);
       if (!deleted) throw vpcNotFound();
       await tx.event(vpcDeleted(vpc.workspace_id, vpc.id, vpc.name, actorId));

@@ -1,9 +1,9 @@
-import { PierError, pgErrorOf, serviceDefinition, unary, type Logger } from '@pier/kit';
-import type { AuthenticateRequest, AuthenticateResponse, Authenticator } from '../domain/authenticate.ts';
+import { isUuid, PierError, pgErrorOf, serviceDefinition, unary, type Logger } from '@pier/kit';
+import type { AuthenticateRequest, AuthenticateResponse, Authenticator, UseRecorder } from '../domain/authenticate.ts';
 import type { VpcLookup } from '../domain/vpcs.ts';
 
 /** The `auth.v1.Auth` gRPC service (proto/auth.proto). */
-export function authGrpcService(authenticator: Authenticator, vpcs: VpcLookup, log: Logger) {
+export function authGrpcService(authenticator: Authenticator, vpcs: VpcLookup, uses: UseRecorder, log: Logger) {
   const guarded =
     <Req, Res>(what: string, fn: (req: Req) => Promise<Res>) =>
     async (req: Req): Promise<Res> => {
@@ -26,6 +26,12 @@ export function authGrpcService(authenticator: Authenticator, vpcs: VpcLookup, l
           found: await vpcs.find(req.identity_token, req.vpc_id),
         })),
       ),
+      // Uses a gateway answered from its cache; ids that are not UUIDs are not ours and are dropped.
+      RecordUses: unary(async (req: { api_key_ids?: string[]; session_ids?: string[] }) => {
+        for (const id of req.api_key_ids ?? []) if (isUuid(id)) uses.touch('api_keys', id);
+        for (const id of req.session_ids ?? []) if (isUuid(id)) uses.touch('cli_sessions', id);
+        return {};
+      }),
     },
   };
 }

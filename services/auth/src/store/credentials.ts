@@ -2,28 +2,32 @@ import type { Knex } from '@pier/kit';
 import type { Resolved, Scope } from '../domain/records.ts';
 
 // One indexed statement per request: credential by its unique hash, the creator, their
-// membership by primary key, the VPC by primary key.
+// membership by primary key, the VPC by primary key. The auth epoch is read in the same
+// statement, so it is the epoch of the very snapshot the answer comes from
+// (domain/answer-caches.ts).
 // Tables are schema-qualified: these run on a raw pooled connection.
 const scopeJoins = `
   left join auth.memberships m on m.workspace_id = $1::uuid and m.user_id = u.id
   left join auth.vpcs v on v.id = $2::uuid and v.workspace_id = m.workspace_id`;
 
+const epoch = `(select epoch from auth.auth_epoch where id = 1) as epoch`;
+
 const API_KEY_SQL = `
-  select k.id as credential_id, u.id as user_id, u.email, m.role, (v.id is not null) as vpc_found
+  select k.id as credential_id, u.id as user_id, u.email, m.role, (v.id is not null) as vpc_found, k.expires_at, ${epoch}
   from auth.api_keys k
   join auth.users u on u.id = k.user_id
   ${scopeJoins}
   where k.key_hash = $3 and k.revoked_at is null and (k.expires_at is null or k.expires_at > now())`;
 
 const SESSION_SQL = `
-  select s.id as credential_id, u.id as user_id, u.email, m.role, (v.id is not null) as vpc_found
+  select s.id as credential_id, u.id as user_id, u.email, m.role, (v.id is not null) as vpc_found, s.expires_at, ${epoch}
   from auth.cli_sessions s
   join auth.users u on u.id = s.user_id
   ${scopeJoins}
   where s.token_hash = $3 and s.revoked_at is null and s.expires_at > now()`;
 
 const USER_SQL = `
-  select null as credential_id, u.id as user_id, u.email, m.role, (v.id is not null) as vpc_found
+  select null as credential_id, u.id as user_id, u.email, m.role, (v.id is not null) as vpc_found, null as expires_at, ${epoch}
   from auth.users u
   ${scopeJoins}
   where u.email = $3`;

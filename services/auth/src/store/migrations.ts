@@ -93,4 +93,21 @@ export const migrations: Migration[] = [
     up: (db) => createIdempotencyTable(db),
     down: (db) => db.schema.dropTable('idempotency_keys'),
   },
+  {
+    // The auth epoch (kit's auth-epoch.ts): one counter, raised in the transaction of every
+    // change that can alter an Authenticate answer, so gateways know their cached answers
+    // are void. One row; updating it also serialises such changes, so epochs commit in order.
+    name: '0004_auth_epoch',
+    async up(db) {
+      await db.schema.createTable('auth_epoch', (t) => {
+        t.integer('id').primary().defaultTo(1);
+        t.bigInteger('epoch').notNullable().defaultTo(0);
+        // Names this installation's subjects on NATS: two installations may share a broker.
+        t.uuid('installation').notNullable().defaultTo(db.raw('gen_random_uuid()'));
+      });
+      await db.raw(`alter table auth_epoch add constraint auth_epoch_single_row check (id = 1)`);
+      await db('auth_epoch').insert({ id: 1, epoch: 0 });
+    },
+    down: (db) => db.schema.dropTable('auth_epoch'),
+  },
 ];

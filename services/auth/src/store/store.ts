@@ -42,6 +42,17 @@ export class Store implements AuthStore {
     return writeEvent(this.db, event);
   }
 
+  /** The installation id kept beside the auth epoch. */
+  async installation(): Promise<string> {
+    const row = (await this.db('auth_epoch').where('id', 1).first('installation')) as { installation: string };
+    return row.installation;
+  }
+
+  async raiseAuthEpoch(): Promise<number> {
+    const [row] = await this.db('auth_epoch').where({ id: 1 }).increment('epoch', 1).returning<{ epoch: number }[]>('epoch');
+    return row!.epoch;
+  }
+
   /**
    * Serialises bootstrap between auth instances starting at once against one database;
    * held until the surrounding transaction ends.

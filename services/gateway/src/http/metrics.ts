@@ -2,7 +2,8 @@
 // (PIER_GATEWAY_METRICS_PORT), never on the public one: what the platform does is for its
 // operators, and the public port answers 404 for these paths.
 import type http from 'node:http';
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { CacheResult } from '../answer-cache.ts';
 import { checkReadiness, grpcClientMetric, LATENCY_BUCKETS, serviceRegistry, type GrpcCallObserver, type ReadinessChecks } from '@pier/kit';
 
 export interface GatewayMetrics {
@@ -13,6 +14,10 @@ export interface GatewayMetrics {
   rateLimited(bucket: 'token' | 'address'): void;
   /** The auth client's calls (pier_grpc_client_duration_seconds). */
   grpcClient: GrpcCallObserver;
+  /** One authenticated request: answered from the cache, asked of auth, or asked with the cache not usable. */
+  authCache(result: CacheResult): void;
+  /** Publishes how long the cache stays usable (seconds; negative: expired that long ago), read at each scrape. */
+  followCacheLease(secondsLeft: () => number): void;
 }
 
 export function createGatewayMetrics(): GatewayMetrics {
@@ -32,6 +37,13 @@ export function createGatewayMetrics(): GatewayMetrics {
     labelNames: ['bucket'] as const,
     registers: [registry],
   });
+  const cache = new Counter({
+    name: 'pier_gateway_auth_cache_total',
+    help: "Authenticated requests by how auth's answer was had: hit (the cache), miss (asked auth, the cache usable), off (asked auth, the cache not usable: no lease)",
+    labelNames: ['result'] as const,
+    registers: [registry],
+  });
+  const cacheChildren = { hit: cache.labels({ result: 'hit' }), miss: cache.labels({ result: 'miss' }), off: cache.labels({ result: 'off' }) };
   // prom-client hashes a label set on every observe (sorted keys, joined string): keep
   // each series' child, found by one string key, so the hot path observes it directly.
   const series = new Map<string, { observe(seconds: number): void }>();
@@ -50,6 +62,17 @@ export function createGatewayMetrics(): GatewayMetrics {
     },
     rateLimited: (bucket) => limited.inc({ bucket }),
     grpcClient: grpcClientMetric(registry),
+    authCache: (result) => cacheChildren[result].inc(),
+    followCacheLease: (secondsLeft) => {
+      new Gauge({
+        name: 'pier_gateway_auth_cache_lease_seconds',
+        help: "How long the cache of auth's answers stays usable without a new epoch tick (negative: it has not been usable for that long)",
+        registers: [registry],
+        collect() {
+          this.set(secondsLeft());
+        },
+      });
+    },
   };
 }
 
