@@ -192,7 +192,8 @@ async function benchGateway(infra: Infra): Promise<void> {
     console.log(`  gateway  ${fmt(g)}`);
     console.log(`  throughput kept through the gateway: ${(ratio * 100).toFixed(1)}%  (target ≥ 70%: ${ratio >= 0.7 ? 'met' : 'MISSED'})`);
     console.log(
-      `  added at p50, concurrency ${concurrency}: ${added.toFixed(2)} ms  (target ≤ 1 ms: ${added <= 1 ? 'met' : 'MISSED'});  at p99: ${(g.p99 - d.p99).toFixed(2)} ms`,
+      // The target is one request at a time (below); under load the difference is mostly queueing on 2 cores.
+      `  added at p50, concurrency ${concurrency}: ${added.toFixed(2)} ms;  at p99: ${(g.p99 - d.p99).toFixed(2)} ms`,
     );
     const serialAdded = serial.gateway.p50 - serial.direct.p50;
     console.log(
