@@ -10,7 +10,7 @@ import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescrip
 const adapters = ['store', 'cluster', 'http', 'sql', 'grpc', 'secrets', 'authn', 'clients', 'bootstrap'];
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/**', '.pier/**', 'deploy/crds/**', '**/dist/**', 'packages/sdk/src/schema.ts'] },
+  { ignores: ['**/node_modules/**', '.pier/**', 'deploy/crds/**', 'deploy/images/*/.prepared/**', '**/dist/**', 'packages/sdk/src/schema.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

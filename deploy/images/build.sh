@@ -114,9 +114,13 @@ build_image() {
   [[ -n $tag ]] || die "$dir/Dockerfile lacks a '# image: <repo>:<tag>' line"
   # Inputs: every file of the folder (name, mode, content) and the base it builds on;
   # not what prepare.sh produces (.prepared/), which prepare.sh itself pins.
+  # An image made of files outside its folder (the platform image: Pier's own sources)
+  # names them with `prepare.sh --inputs`, when its prepare.sh says it can (a line
+  # `# inputs: prepare.sh --inputs`); they count too, so a source change rebuilds it.
   hash=$( { echo "${ids[$base_tag]:-}";
             cd "$dir" && find . -path ./.prepared -prune -o -type f -printf '%m %p\n' | sort &&
-              find . -path ./.prepared -prune -o -type f -print0 | sort -z | xargs -0 cat; } | hash_of)
+              find . -path ./.prepared -prune -o -type f -print0 | sort -z | xargs -0 cat &&
+              if grep -q '^# inputs: prepare.sh --inputs' prepare.sh 2>/dev/null; then ./prepare.sh --inputs; fi; } | hash_of)
   if [[ -z ${PIER_IMAGES_REBUILD:-} && $(current_hash "$tag") == "$hash" ]]; then
     say "$tag" "up to date"; return
   fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the binaries of a real single-node Kubernetes from the Go module proxy alone
 # (no release tarballs, no registry): etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubelet, kubectl, plus two small helpers of ours (a pod-sandbox `pause`
+# kube-scheduler, kubelet, kube-proxy (Services' ClusterIPs, for Pier's own chart),
+# kubectl, helm (to install deploy/helm/pier), plus two small helpers of ours (a pod-sandbox `pause`
 # process and `pier-cri-clean`, which tears pod sandboxes down on stop; crictl is not
 # served by the proxy here).
 #
@@ -14,11 +15,12 @@
 # Usage: deploy/kube/build.sh          build what is missing, print the bin directory
 #        deploy/kube/build.sh --key    print the key only
 # Env:   PIER_KUBE_CACHE (default ~/.cache/pier/kube), KUBE_VERSION, ETCD_VERSION,
-#        GO (default: go on PATH; must be >= the go line of k8s.io/kubernetes' go.mod)
+#        HELM_VERSION, GO (default: go on PATH; must be >= the go line of k8s.io/kubernetes' go.mod)
 set -euo pipefail
 
 KUBE_VERSION=${KUBE_VERSION:-1.37.2}
 ETCD_VERSION=${ETCD_VERSION:-3.6.16}
+HELM_VERSION=${HELM_VERSION:-3.22.0}
 GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
 CACHE_ROOT=${PIER_KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pier/kube}
 # Compiles run at the lowest priority: the machine is shared with test runs.
@@ -27,7 +29,7 @@ command -v ionice >/dev/null && NICE+=(ionice -c3)
 
 KMINOR=$(echo "$KUBE_VERSION" | cut -d. -f2)
 STAGING_VERSION="0.${KUBE_VERSION#1.}"
-K8S_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl)
+K8S_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
 
 log() { printf '[kube build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -42,7 +44,7 @@ quiet() {
 
 [[ -x $GO ]] || command -v "$GO" >/dev/null || die "go is missing (need Go >= 1.26 for Kubernetes $KUBE_VERSION)"
 go_version=$("$GO" env GOVERSION)
-key="k8s-v$KUBE_VERSION-etcd-v$ETCD_VERSION-$go_version-$(sha256sum "$0" | cut -c1-12)"
+key="k8s-v$KUBE_VERSION-etcd-v$ETCD_VERSION-helm-v$HELM_VERSION-$go_version-$(sha256sum "$0" | cut -c1-12)"
 if [[ ${1:-} == --key ]]; then echo "$key"; exit 0; fi
 
 BIN="$CACHE_ROOT/$key/bin"
@@ -206,12 +208,27 @@ GO
   (cd "$d" && quiet "${NICE[@]}" "$GO" build -trimpath -ldflags='-s -w' -o "$BIN/pause" .)
 }
 
+# helm.sh/helm/v3 has no replace directives, so `go install module@version` builds it as
+# published (its own go.sum pins its client-go). The -X sets what `helm version` reports.
+build_helm() {
+  [[ -x $BIN/helm ]] && return 0
+  local t
+  t=$(now)
+  rm -rf "$BIN/.helm" && mkdir -p "$BIN/.helm"
+  (cd / && GOFLAGS=-buildvcs=false GOBIN="$BIN/.helm" quiet "${NICE[@]}" "$GO" install -trimpath \
+    -ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=v$HELM_VERSION" "helm.sh/helm/v3/cmd/helm@v$HELM_VERSION")
+  mv "$BIN/.helm/helm" "$BIN/helm"
+  rmdir "$BIN/.helm"
+  log "helm v$HELM_VERSION built in $(since "$t")s"
+}
+
 started=$(now)
 if [[ ! -f $BIN/.complete ]]; then
-  log "building Kubernetes v$KUBE_VERSION and etcd v$ETCD_VERSION with $go_version into $BIN (once per key; ~8 min on 2 cores)"
+  log "building Kubernetes v$KUBE_VERSION, etcd v$ETCD_VERSION and helm v$HELM_VERSION with $go_version into $BIN (once per key; ~8 min on 2 cores)"
   build_etcd
   build_k8s
   build_pause
+  build_helm
   touch "$BIN/.complete"
   log "done in $(since "$started")s"
   # Older keys' binaries (~480 MB each) are of no further use.

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A real single-node Kubernetes on this machine, for the tests and for trying Pier on it:
 # etcd, kube-apiserver, kube-controller-manager and kube-scheduler (the control plane) and,
-# where it can run, one node (Debian's containerd + runc + CNI plugins, and the kubelet)
-# whose containerd holds Pier's locally built images. The binaries come from
+# where it can run, one node (Debian's containerd + runc + CNI plugins, the kubelet, and
+# kube-proxy for Services' ClusterIPs) whose containerd holds Pier's locally built images. The binaries come from
 # deploy/kube/build.sh (built once into a cache outside the checkout).
 #
 #   deploy/kube/cluster.sh start [--user PID]  build if needed, start, import the images
@@ -21,12 +21,19 @@
 #
 # Env: PIER_KUBE_NODE=off (the control plane only, as where no node can run),
 # PIER_KUBE_STATE (default /tmp/pier-kube), PIER_KUBE_IMAGES (docker images loaded
-# into the node; default "pier/tiny-http:1 pier/exits:1"), PIER_KUBE_APISERVER_PORT (16443).
+# into the node; default "pier/tiny-http:1 pier/exits:1 pier/platform:1 pier/postgres:15
+# pier/nats:2", the last three for deploy/helm/pier; one not built is left out, saying so),
+# PIER_KUBE_APISERVER_PORT (16443).
+#
+# Pods reach the API server as in any cluster, through the `kubernetes` Service (10.96.0.1:443):
+# the apiserver listens on all addresses (not 127.0.0.1 only) and advertises the node's IP,
+# which kube-proxy (iptables mode) sends that ClusterIP to. There is no cluster DNS: Pier's
+# chart finds its Services through the env vars Kubernetes gives pods (deploy/helm/pier).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
 STATE_DIR=${PIER_KUBE_STATE:-/tmp/pier-kube}
-IMAGES=${PIER_KUBE_IMAGES:-pier/tiny-http:1 pier/exits:1}
+IMAGES=${PIER_KUBE_IMAGES:-pier/tiny-http:1 pier/exits:1 pier/platform:1 pier/postgres:15 pier/nats:2}
 APISERVER_PORT=${PIER_KUBE_APISERVER_PORT:-16443}
 ETCD_PORT=23790
 ETCD_PEER_PORT=23800
@@ -35,6 +42,8 @@ KCM_PORT=10357
 SCHED_PORT=10359
 KUBELET_PORT=10350
 KUBELET_HEALTHZ_PORT=10348
+PROXY_HEALTHZ_PORT=10346
+PROXY_METRICS_PORT=10347
 NODE_NAME=pier-kube-node
 POD_CIDR=10.88.0.0/16
 SERVICE_CIDR=10.96.0.0/16
@@ -117,19 +126,21 @@ pki() {
     sign kubelet "/O=system:nodes/CN=system:node:$NODE_NAME" "subjectAltName=IP:$ip,IP:127.0.0.1,DNS:$NODE_NAME,DNS:localhost\nextendedKeyUsage=serverAuth\n"
     openssl genrsa -out sa.key 2048 2>/dev/null
     openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
-    local ta tc ts tk
-    ta=$(openssl rand -hex 16) tc=$(openssl rand -hex 16) ts=$(openssl rand -hex 16) tk=$(openssl rand -hex 16)
+    local ta tc ts tk tp
+    ta=$(openssl rand -hex 16) tc=$(openssl rand -hex 16) ts=$(openssl rand -hex 16) tk=$(openssl rand -hex 16) tp=$(openssl rand -hex 16)
     {
       echo "$ta,admin,admin,system:masters"
       echo "$tc,system:kube-controller-manager,kcm"
       echo "$ts,system:kube-scheduler,ksched"
       echo "$tk,system:node:$NODE_NAME,kubelet,system:nodes"
+      echo "$tp,system:kube-proxy,kube-proxy" # bound to system:node-proxier by default RBAC
     } >tokens.csv
     chmod 600 tokens.csv ./*.key
     kubeconfig "$STATE_DIR/kubeconfig" admin "$ta"
     kubeconfig "$STATE_DIR/kubeconfig-kcm" system:kube-controller-manager "$tc"
     kubeconfig "$STATE_DIR/kubeconfig-scheduler" system:kube-scheduler "$ts"
     kubeconfig "$STATE_DIR/kubeconfig-kubelet" "system:node:$NODE_NAME" "$tk"
+    kubeconfig "$STATE_DIR/kubeconfig-proxy" system:kube-proxy "$tp"
     touch done
   )
 }
@@ -177,7 +188,7 @@ cmd_start() {
   wait_for etcd 30 curl -sf "http://127.0.0.1:$ETCD_PORT/health"
   launch kube-apiserver nice -n 5 "$bin/kube-apiserver" \
     --etcd-servers="http://127.0.0.1:$ETCD_PORT" --etcd-prefix=/pier-kube \
-    --bind-address=127.0.0.1 --advertise-address="$ip" --secure-port="$APISERVER_PORT" \
+    --bind-address=0.0.0.0 --advertise-address="$ip" --secure-port="$APISERVER_PORT" \
     --tls-cert-file="$p/apiserver.crt" --tls-private-key-file="$p/apiserver.key" \
     --client-ca-file="$p/ca.crt" --token-auth-file="$p/tokens.csv" \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
@@ -279,9 +290,12 @@ CNI
   mkimage "$STATE_DIR/pause.tar" "$PAUSE_IMAGE" "$r" '["/pause"]'
   rm -rf "$r"
   "${ctr[@]}" images import "$STATE_DIR/pause.tar" >/dev/null
-  # shellcheck disable=SC2086 # a list of image names
-  docker save $IMAGES | "${ctr[@]}" images import - >/dev/null
-  log "containerd ready, images imported: $IMAGES ($(since "$t")s)"
+  local img have=()
+  for img in $IMAGES; do
+    if docker image inspect "$img" >/dev/null 2>&1; then have+=("$img"); else log "image $img is not built (deploy/images/build.sh): not imported"; fi
+  done
+  ((${#have[@]} == 0)) || docker save "${have[@]}" | "${ctr[@]}" images import - >/dev/null
+  log "containerd ready, images imported: ${have[*]} ($(since "$t")s)"
 
   cat >"$STATE_DIR/kubelet/config.yaml" <<YAML
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -317,6 +331,31 @@ YAML
   wait_for kubelet 120 "${k[@]}" get node "$NODE_NAME"
   "${k[@]}" wait --for=condition=Ready "node/$NODE_NAME" --timeout=120s >/dev/null
   log "node $NODE_NAME ready ($(since "$t")s)"
+  start_proxy "$ip" "$bin"
+}
+
+# kube-proxy in iptables mode: ClusterIPs (and NodePorts) of Services, the `kubernetes` one
+# included, become DNAT rules to their endpoints. It leaves the host's sysctls alone
+# (conntrack limits, route_localnet), and `stop` removes its chains (--cleanup).
+start_proxy() {
+  local ip=$1 bin=$2 t
+  t=$(now)
+  cat >"$STATE_DIR/kube-proxy.yaml" <<YAML
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection: {kubeconfig: $STATE_DIR/kubeconfig-proxy}
+mode: iptables
+hostnameOverride: $NODE_NAME
+bindAddress: $ip
+clusterCIDR: $POD_CIDR
+healthzBindAddress: 127.0.0.1:$PROXY_HEALTHZ_PORT
+metricsBindAddress: 127.0.0.1:$PROXY_METRICS_PORT
+conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
+iptables: {localhostNodePorts: false}
+YAML
+  launch kube-proxy nice -n 5 "$bin/kube-proxy" --config="$STATE_DIR/kube-proxy.yaml"
+  wait_for kube-proxy 60 curl -sf "http://127.0.0.1:$PROXY_HEALTHZ_PORT/healthz"
+  log "kube-proxy ready ($(since "$t")s)"
 }
 
 # ---------------------------------------------------------------- stop
@@ -352,6 +391,11 @@ cmd_stop() {
   local t bin
   t=$(now)
   bin=$(cat "$STATE_DIR/bin" 2>/dev/null || true)
+  stop_one kube-proxy
+  # Its iptables chains (KUBE-SERVICES, KUBE-FORWARD, ...) outlive it: removed here.
+  if [[ -x $bin/kube-proxy ]] && command -v iptables >/dev/null; then
+    timeout 60 "$bin/kube-proxy" --cleanup >/dev/null 2>&1 || true
+  fi
   stop_one kubelet
   # Stopping the kubelet leaves the pods' containers, network namespaces and mounts:
   # tear the sandboxes down through the CRI first.
@@ -370,6 +414,7 @@ cmd_stop() {
     while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
   ip link del "$BRIDGE" 2>/dev/null || true
   firewall_chains_down
+  kubelet_chains_down
   rm -rf "$STATE_DIR" 2>/dev/null || { sleep 1; rm -rf "$STATE_DIR"; }
   log "stopped and removed $STATE_DIR ($(since "$t")s)"
 }
@@ -386,6 +431,18 @@ firewall_chains_down() {
   iptables -w -X CNI-ADMIN 2>/dev/null || true
 }
 
+# The kubelet's own chains (its canary in mangle, nat and filter; KUBE-FIREWALL, which drops
+# outside traffic to 127.0.0.0/8, in filter), which neither it nor kube-proxy --cleanup removes.
+kubelet_chains_down() {
+  command -v iptables >/dev/null || return 0
+  local t
+  for t in mangle nat filter; do iptables -w -t "$t" -X KUBE-KUBELET-CANARY 2>/dev/null || true; done
+  iptables -w -t mangle -X KUBE-IPTABLES-HINT 2>/dev/null || true
+  iptables -w -D INPUT -j KUBE-FIREWALL 2>/dev/null || true
+  iptables -w -D OUTPUT -j KUBE-FIREWALL 2>/dev/null || true
+  iptables -w -F KUBE-FIREWALL 2>/dev/null && iptables -w -X KUBE-FIREWALL 2>/dev/null || true
+}
+
 # containerd-shim processes of our containerd only (their -address names our socket).
 pkill_shims() {
   local pid
@@ -397,7 +454,7 @@ pkill_shims() {
 cmd_status() {
   local n
   [[ -f $STATE_DIR/node ]] && echo "node: $(cat "$STATE_DIR/node")"
-  for n in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet; do
+  for n in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy; do
     if alive "$n"; then printf '%-24s pid %s\n' "$n" "$(cat "$STATE_DIR/pids/$n")"; else printf '%-24s stopped\n' "$n"; fi
   done
 }

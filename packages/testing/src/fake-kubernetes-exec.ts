@@ -59,6 +59,9 @@ export class FakeExec {
     if (pod.status?.phase !== 'Running') return refuse(400, `pod ${target.pod} is not running`);
     const command = url.searchParams.getAll('command');
     if (!command.length) return refuse(400, 'you must specify at least one command for the container');
+    // As the real API server: an exec must take at least one stream.
+    if (!['stdin', 'stdout', 'stderr'].some((s) => url.searchParams.get(s) === 'true'))
+      return refuse(400, 'you must specify at least 1 of stdin, stdout, stderr');
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       const child = spawn(command[0]!, command.slice(1), { stdio: 'pipe', detached: true });
       const session: FakeExecSession = {

@@ -22,11 +22,15 @@ type Obj = Record<string, any>;
 export interface KubeResponse {
   status: number;
   body: Obj;
+  /** The API server's `Warning` headers (a deprecated field, say). */
+  warnings: string[];
 }
 
 export interface RealKubernetes {
   /** The admin kubeconfig's path: what PIER_KUBECONFIG gets. */
   kubeconfig: string;
+  /** Where cluster.sh's binaries are (kubectl, helm, ...): it writes the path beside the kubeconfig. */
+  binDir: string;
   /** null when a node runs pods here; otherwise why not. */
   nodeMissing: string | null;
   /** Throws, naming the reason, unless a node runs pods here. */
@@ -77,7 +81,20 @@ export function notStoredAsSent(sent: unknown, stored: unknown, at = ''): string
     if (!stored || typeof stored !== 'object') return [at || '.'];
     return Object.entries(sent).flatMap(([key, v]) => notStoredAsSent(v, (stored as Obj)[key], `${at}.${key}`));
   }
-  return sent === stored ? [] : [at || '.'];
+  return sent === stored || sameQuantity(sent, stored) ? [] : [at || '.'];
+}
+
+const QUANTITY = /^(\d+)(Ki|Mi|Gi|Ti)$/;
+const BINARY_POWER = { Ki: 1, Mi: 2, Gi: 3, Ti: 4 } as const;
+
+/** The API server writes a quantity in its canonical form (`2048Mi` is stored as `2Gi`): the same amount. */
+function sameQuantity(a: unknown, b: unknown): boolean {
+  const bytes = (v: unknown) => {
+    const m = typeof v === 'string' ? QUANTITY.exec(v) : null;
+    return m ? BigInt(m[1]!) * 1024n ** BigInt(BINARY_POWER[m[2] as keyof typeof BINARY_POWER]) : null;
+  };
+  const x = bytes(a);
+  return x !== null && x === bytes(b);
 }
 
 export function realKubernetes(): RealKubernetes {
@@ -94,6 +111,8 @@ export function realKubernetes(): RealKubernetes {
   const nodeFile = path.join(path.dirname(kubeconfig), 'node');
   const node = process.env.PIER_TEST_KUBE_NODE ?? (existsSync(nodeFile) ? readFileSync(nodeFile, 'utf8').trim() : 'unknown (no node file)');
   const nodeMissing = node === 'ready' ? null : node;
+  const binFile = path.join(path.dirname(kubeconfig), 'bin');
+  const binDir = existsSync(binFile) ? readFileSync(binFile, 'utf8').trim() : '';
 
   const request = (method: string, apiPath: string, body?: unknown, contentType = 'application/json') =>
     new Promise<KubeResponse>((resolve, reject) => {
@@ -123,7 +142,8 @@ export function realKubernetes(): RealKubernetes {
             } catch {
               parsed = { text };
             }
-            resolve({ status: res.statusCode ?? 0, body: parsed });
+            const warning = res.headers.warning;
+            resolve({ status: res.statusCode ?? 0, body: parsed, warnings: warning === undefined ? [] : [warning].flat() });
           });
         },
       );
@@ -141,6 +161,7 @@ export function realKubernetes(): RealKubernetes {
 
   return {
     kubeconfig,
+    binDir,
     nodeMissing,
     requireNode() {
       if (nodeMissing) throw new Error(`this test needs a Kubernetes node to run pods, and there is none here: ${nodeMissing}`);

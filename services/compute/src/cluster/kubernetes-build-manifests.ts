@@ -91,8 +91,6 @@ export function buildJobManifest(t: BuildTarget, image: string, dockerfile: stri
       template: {
         metadata: {
           labels: labels(t),
-          // Rootless BuildKit makes its own user namespaces: the default AppArmor profile forbids it.
-          annotations: { [`container.apparmor.security.beta.kubernetes.io/${BUILD_CONTAINER}`]: 'unconfined' },
         },
         spec: {
           restartPolicy: 'Never',
@@ -111,7 +109,10 @@ export function buildJobManifest(t: BuildTarget, image: string, dockerfile: stri
                 { name: 'BUILDKITD_FLAGS', value: '--oci-worker-no-process-sandbox' },
                 ...(o.pushSecret ? [{ name: 'DOCKER_CONFIG', value: '/home/user/.docker' }] : []),
               ],
-              securityContext: { seccompProfile: { type: 'Unconfined' }, allowPrivilegeEscalation: true },
+              // Rootless BuildKit makes its own user namespaces: the default seccomp and
+              // AppArmor profiles forbid it. (AppArmor as a field: the annotation is deprecated
+              // since Kubernetes 1.30, and the API server says so on every write.)
+              securityContext: { seccompProfile: { type: 'Unconfined' }, appArmorProfile: { type: 'Unconfined' }, allowPrivilegeEscalation: true },
               resources: { requests: { cpu: '500m', memory }, limits: { memory } },
               volumeMounts: [
                 { name: 'workspace', mountPath: workspace },

@@ -102,8 +102,11 @@ export class KubernetesShell implements ShellPort {
         const target = await pidWithin(pid);
         if (target !== null) {
           const done = new Promise<void>((resolve) => {
+            // The API server refuses an exec with no stream at all (400: "you must specify at
+            // least 1 of stdin, stdout, stderr"): the kill's (empty) output is taken and dropped.
+            const sink = new PassThrough().resume();
             void this.exec
-              .exec(namespace, replica.handle, CONTAINER, killCommand(target), null, null, null, false, () => resolve())
+              .exec(namespace, replica.handle, CONTAINER, killCommand(target), sink, null, null, false, () => resolve())
               .then((ws) => ws.on('close', () => resolve()))
               .catch(() => resolve());
           });

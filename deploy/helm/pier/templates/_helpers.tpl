@@ -1,0 +1,74 @@
+{{/* The release's name prefix of every object (at most 40 characters, so "-databases" and the Job's revision suffix fit 63). */}}
+{{- define "pier.fullname" -}}
+{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "pier.labels" -}}
+app.kubernetes.io/name: pier
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
+{{- end -}}
+
+{{/* Selector labels of one part: (dict "root" $ "part" "auth"). */}}
+{{- define "pier.selector" -}}
+app.kubernetes.io/name: pier
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .part }}
+{{- end -}}
+
+{{/*
+A part's address without cluster DNS: the env var Kubernetes gives every pod for each
+Service that existed when the pod was made (Helm creates Services before Deployments and
+Jobs), expanded by the kubelet in env values: (dict "root" $ "part" "auth") gives
+$(PIER_AUTH_SERVICE_HOST) for release "pier".
+*/}}
+{{- define "pier.host" -}}
+$({{ printf "%s-%s" (include "pier.fullname" .root) .part | upper | replace "-" "_" | replace "." "_" }}_SERVICE_HOST)
+{{- end -}}
+
+{{- define "pier.secretName" -}}
+{{ include "pier.fullname" . }}-keys
+{{- end -}}
+
+{{/* A password: the value given, else the one in the release's Secret (upgrades), else a new one. */}}
+{{- define "pier.password" -}}
+{{- $given := index .values .key -}}
+{{- if $given -}}{{ $given }}{{- else -}}
+{{- $existing := lookup "v1" "Secret" .root.Release.Namespace (include "pier.secretName" .root) -}}
+{{- if and $existing (index $existing.data .secretKey) -}}{{ index $existing.data .secretKey | b64dec }}{{- else -}}{{ randAlphaNum 32 }}{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* PostgreSQL host:port as the pods see it. */}}
+{{- define "pier.dbHostPort" -}}
+{{- if .Values.postgres.enabled -}}
+{{ include "pier.host" (dict "root" . "part" "postgres") }}:5432
+{{- else -}}
+{{ (urlParse (required "externalDatabase.adminUrl is required when postgres.enabled=false" .Values.externalDatabase.adminUrl)).host }}
+{{- end -}}
+{{- end -}}
+
+{{/* The database name (path) and query of the database URLs. */}}
+{{- define "pier.dbPathQuery" -}}
+{{- if .Values.postgres.enabled -}}
+/{{ .Values.postgres.database }}
+{{- else -}}
+{{- $u := urlParse .Values.externalDatabase.adminUrl -}}
+{{ $u.path }}{{ if $u.query }}?{{ $u.query }}{{ end }}
+{{- end -}}
+{{- end -}}
+
+{{- define "pier.natsUrl" -}}
+{{- if .Values.nats.enabled -}}
+nats://{{ include "pier.host" (dict "root" . "part" "nats") }}:4222
+{{- else -}}
+{{ required "externalNats.url is required when nats.enabled=false" .Values.externalNats.url }}
+{{- end -}}
+{{- end -}}
+
+{{/* What every Pier container mounts: a writable /tmp (tsx's cache, HOME) on a read-only root. */}}
+{{- define "pier.tmpMount" -}}
+- name: tmp
+  mountPath: /tmp
+{{- end -}}
