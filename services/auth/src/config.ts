@@ -62,8 +62,8 @@ export const authEnv = serviceEnv
     PIER_IDENTITY_TTL_SECONDS: z.coerce.number().int().min(10).max(3600).default(60),
     // The gateways' answer caches (kit's auth-epoch.ts): how long an epoch tick keeps a
     // cache usable, and how far apart clocks may be. A revoke that a cut-off gateway does
-    // not acknowledge answers after both.
-    PIER_AUTH_CACHE_LEASE_MS: millis('PIER_AUTH_CACHE_LEASE_MS', 100, 10_000, AUTH_CACHE_LEASE_MS),
+    // not acknowledge answers after both. Ticks come every 100 ms: a lease of three at least.
+    PIER_AUTH_CACHE_LEASE_MS: millis('PIER_AUTH_CACHE_LEASE_MS', 300, 10_000, AUTH_CACHE_LEASE_MS),
     PIER_AUTH_CACHE_CLOCK_SKEW_MS: millis('PIER_AUTH_CACHE_CLOCK_SKEW_MS', 0, 10_000, AUTH_CACHE_CLOCK_SKEW_MS),
   })
   .superRefine((env, ctx) => {

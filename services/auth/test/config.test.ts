@@ -22,6 +22,8 @@ describe('auth configuration', async () => {
       PIER_BOOTSTRAP_EMAIL: 'owner@localhost',
       PIER_PUBLIC_URL: 'http://127.0.0.1:7100',
       PIER_IDENTITY_TTL_SECONDS: 60,
+      PIER_AUTH_CACHE_LEASE_MS: 500,
+      PIER_AUTH_CACHE_CLOCK_SKEW_MS: 250,
     });
     expect(c.PIER_OIDC_ISSUER).toBeUndefined();
     expect(c.PIER_CONFIG_DIR).toMatch(/\.config\/pier$/);
@@ -38,6 +40,11 @@ describe('auth configuration', async () => {
     expect(() => readConfig({ ...base, PIER_BOOTSTRAP: 'maybe' })).toThrow(/PIER_BOOTSTRAP/);
     expect(() => readConfig({ ...base, PIER_BOOTSTRAP_EMAIL: 'nobody' })).toThrow(/PIER_BOOTSTRAP_EMAIL/);
     expect(() => readConfig({ ...base, PIER_COMPUTE_URL: 'not a url' })).toThrow(/PIER_COMPUTE_URL/);
+    // A lease shorter than three epoch ticks would lapse between them.
+    expect(() => readConfig({ ...base, PIER_AUTH_CACHE_LEASE_MS: '100' })).toThrow(
+      /PIER_AUTH_CACHE_LEASE_MS must be a whole number of milliseconds, 300 to 10000/,
+    );
+    expect(() => readConfig({ ...base, PIER_AUTH_CACHE_CLOCK_SKEW_MS: '-1' })).toThrow(/PIER_AUTH_CACHE_CLOCK_SKEW_MS/);
     const { PIER_IDENTITY_PRIVATE_KEY: _, ...missing } = base;
     expect(() => readConfig(missing)).toThrow(/PIER_IDENTITY_PRIVATE_KEY/);
   });

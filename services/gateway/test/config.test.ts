@@ -27,3 +27,13 @@ describe('fault settings', () => {
     expect(() => readConfig({ ...base, [name]: value })).toThrow(new RegExp(`${name}: ${name} must be a whole number of milliseconds`));
   });
 });
+
+describe('the authentication cache', () => {
+  it('is on when NATS is given, off without it or when asked', () => {
+    expect(readConfig(base).PIER_AUTH_CACHE).toBe('on');
+    expect(readConfig(base).PIER_NATS_URL).toBeUndefined();
+    expect(readConfig({ ...base, PIER_NATS_URL: '' }).PIER_NATS_URL).toBeUndefined();
+    expect(readConfig({ ...base, PIER_NATS_URL: 'nats://127.0.0.1:4222', PIER_AUTH_CACHE: 'off' })).toMatchObject({ PIER_AUTH_CACHE: 'off' });
+    expect(() => readConfig({ ...base, PIER_AUTH_CACHE: 'yes' })).toThrow(/PIER_AUTH_CACHE must be on or off/);
+  });
+});
