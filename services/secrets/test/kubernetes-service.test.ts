@@ -5,7 +5,7 @@ import { Secret } from 'kubernetes-models/v1';
 import { FakeKubernetes, freePort } from '@pier/testing';
 import { SecretsClient } from '../src/index.ts';
 import { secretManifest } from '../src/cluster/kubernetes.ts';
-import { adminQuery, encodingsOf, findInDatabase, secretRows, startSecrets, type Harness } from './support.ts';
+import { adminQuery, encodingsOf, findInDatabase, secretRows, startSecrets, expectUnreachableStoreWritesNothing, type Harness } from './support.ts';
 
 // The whole service on PIER_CLUSTER=kubernetes, against the in-process fake API server:
 // values land in a Secret in the VPC namespace and nowhere in our database.
@@ -85,27 +85,7 @@ describe('secrets on kubernetes', () => {
   });
 
   it('answers 503 cluster_unavailable and writes nothing when the API server is unreachable', async () => {
-    const rowsBefore = await secretRows(h.db.adminUrl);
-    const outboxBefore = await adminQuery(h.db.adminUrl, 'select count(*)::int as n from secrets.outbox');
-    const secretsBefore = fake.list('Secret').length;
-    await h.restart({ PIER_KUBECONFIG: await fake.writeKubeconfig(`http://127.0.0.1:${await freePort()}`) });
-    try {
-      const res = await request(h.url)
-        .post(h.base)
-        .set(IDENTITY_HEADER, await h.token('admin'))
-        .send({ name: 'unreachable', values: { K: 'v' } });
-      expect(res.status).toBe(503);
-      expect(res.body).toEqual({ error: "the cluster's secret store cannot be reached; nothing was written", code: 'cluster_unavailable' });
-      expect(await secretRows(h.db.adminUrl)).toEqual(rowsBefore);
-      expect(await adminQuery(h.db.adminUrl, 'select count(*)::int as n from secrets.outbox')).toEqual(outboxBefore);
-      expect(fake.list('Secret').length).toBe(secretsBefore);
-    } finally {
-      await h.restart({ PIER_KUBECONFIG: kubeconfig });
-    }
-    const again = await request(h.url)
-      .post(h.base)
-      .set(IDENTITY_HEADER, await h.token('admin'))
-      .send({ name: 'unreachable', values: { K: 'v' } });
-    expect(again.status).toBe(201);
+    const unreachable = await fake.writeKubeconfig(`http://127.0.0.1:${await freePort()}`);
+    await expectUnreachableStoreWritesNothing(h, unreachable, kubeconfig, async () => fake.list('Secret').length);
   });
 });

@@ -3,8 +3,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { generateIdentityKeys, importIdentityKey, signIdentity, SERVICE_ISSUER } from '@pier/kit';
-import { startServiceUnderTest, type IdentityKeys, type ServiceUnderTest } from '@pier/testing';
+import request from 'supertest';
+import { expect } from 'vitest';
+import { generateIdentityKeys, IDENTITY_HEADER, importIdentityKey, signIdentity, SERVICE_ISSUER } from '@pier/kit';
+import { adminQuery, startServiceUnderTest, type IdentityKeys, type ServiceUnderTest } from '@pier/testing';
 import { readConfig, start, type RunningSecrets, type StartOptions } from '../src/index.ts';
 
 export { adminQuery, collectEvents, infra } from '@pier/testing';
@@ -104,4 +106,39 @@ export async function secretRows(adminUrl: string): Promise<{ id: string; name: 
   } finally {
     await client.end();
   }
+}
+
+/**
+ * With its API server unreachable (the harness restarted on `unreachableKubeconfig`), a
+ * create is 503 `cluster_unavailable` and writes nothing: no row, no event, no object in
+ * the store (`storeCount`). Back on `kubeconfig`, the same create succeeds and adds one.
+ */
+export async function expectUnreachableStoreWritesNothing(
+  h: Harness,
+  unreachableKubeconfig: string,
+  kubeconfig: string,
+  storeCount: () => Promise<number>,
+): Promise<void> {
+  const create = async () =>
+    request(h.url)
+      .post(h.base)
+      .set(IDENTITY_HEADER, await h.token('admin'))
+      .send({ name: 'unreachable', values: { K: 'v' } });
+  const outbox = () => adminQuery(h.db.adminUrl, 'select count(*)::int as n from secrets.outbox');
+  const rowsBefore = await secretRows(h.db.adminUrl);
+  const outboxBefore = await outbox();
+  const storedBefore = await storeCount();
+  await h.restart({ PIER_KUBECONFIG: unreachableKubeconfig });
+  try {
+    const res = await create();
+    expect(res.status).toBe(503);
+    expect(res.body).toEqual({ error: "the cluster's secret store cannot be reached; nothing was written", code: 'cluster_unavailable' });
+    expect(await secretRows(h.db.adminUrl)).toEqual(rowsBefore);
+    expect(await outbox()).toEqual(outboxBefore);
+    expect(await storeCount()).toBe(storedBefore);
+  } finally {
+    await h.restart({ PIER_KUBECONFIG: kubeconfig });
+  }
+  expect((await create()).status).toBe(201);
+  expect(await storeCount()).toBe(storedBefore + 1);
 }

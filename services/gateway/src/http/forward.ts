@@ -133,19 +133,7 @@ export class Forwarder {
         { upstream: this.name, err: timedOut ? 'timeout' : ((err as NodeJS.ErrnoException).code ?? err.message), requestId: extra.requestId },
         'upstream request failed',
       );
-      if (res.headersSent) {
-        res.destroy();
-        return;
-      }
-      res.statusCode = timedOut ? 504 : 503;
-      res.setHeader('content-type', 'application/json; charset=utf-8');
-      res.end(
-        JSON.stringify(
-          timedOut
-            ? { error: `${this.name} service did not answer within ${this.timeoutMs} ms`, code: 'upstream_timeout' }
-            : errorBody(new PierError('unavailable', `${this.name} service unavailable`, 'upstream_unavailable')),
-        ),
-      );
+      answerUpstreamFailure(res, this.name, this.timeoutMs, timedOut);
     };
     upstream.on('error', failed);
     // A client that goes away (mid-upload, mid-stream: log tails, SSE) must not leave the
@@ -174,4 +162,28 @@ function portOf(host: string): string {
   const colon = host.lastIndexOf(':');
   // An IPv6 literal without a port ends in ']'.
   return colon !== -1 && colon > host.lastIndexOf(']') ? host.slice(colon + 1) : '80';
+}
+
+/** A service's 503 `upstream_unavailable` error. */
+export function upstreamUnavailable(name: Upstream): PierError {
+  return new PierError('unavailable', `${name} service unavailable`, 'upstream_unavailable');
+}
+
+/**
+ * Answers a request whose service failed: 504 `upstream_timeout` when it stayed silent for
+ * `timeoutMs`, else 503 `upstream_unavailable`; a response already under way is cut
+ * instead. The forwarder and the WebSocket proxy answer the same way.
+ */
+export function answerUpstreamFailure(res: http.ServerResponse, name: Upstream, timeoutMs: number, timedOut: boolean): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  res.statusCode = timedOut ? 504 : 503;
+  res.setHeader('content-type', 'application/json; charset=utf-8');
+  res.end(
+    JSON.stringify(
+      timedOut ? { error: `${name} service did not answer within ${timeoutMs} ms`, code: 'upstream_timeout' } : errorBody(upstreamUnavailable(name)),
+    ),
+  );
 }

@@ -1,9 +1,9 @@
 import http from 'node:http';
 import type { Socket } from 'node:net';
 import { createProxyMiddleware, type Plugin, type RequestHandler } from 'http-proxy-middleware';
-import { errorBody, PierError, writeSocketError, type Logger } from '@pier/kit';
+import { errorBody, writeSocketError, type Logger } from '@pier/kit';
 import type { Upstream } from '../routing.ts';
-import { Forwarder } from './forward.ts';
+import { answerUpstreamFailure, Forwarder, upstreamUnavailable } from './forward.ts';
 
 /** Set on an upgrade request by the gateway: told once the status the client got. */
 export const UPGRADE_DONE = Symbol('pier.upgradeDone');
@@ -38,7 +38,6 @@ export function createUpstreamProxy(name: Upstream, target: string, logger: Logg
   // Keep-alive, and let idle sockets go before the services' 65 s keep-alive timeout so we
   // never reuse a socket the other side is closing.
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64, timeout: 30_000, scheduling: 'lifo' });
-  const unavailable = () => new PierError('unavailable', `${name} service unavailable`, 'upstream_unavailable');
   const errors: Plugin<http.IncomingMessage, http.ServerResponse> = (proxy) => {
     // The upstream must send something at least every timeoutMs (an idle timeout on its
     // socket, as nginx's proxy_read_timeout): silent before its headers is a 504, silent
@@ -60,15 +59,7 @@ export function createUpstreamProxy(name: Upstream, target: string, logger: Logg
         'upstream request failed',
       );
       if (res instanceof http.ServerResponse) {
-        if (res.headersSent) {
-          res.destroy();
-          return;
-        }
-        res.statusCode = timedOut ? 504 : 503;
-        res.setHeader('content-type', 'application/json; charset=utf-8');
-        res.end(
-          JSON.stringify(timedOut ? { error: `${name} service did not answer within ${timeoutMs} ms`, code: 'upstream_timeout' } : errorBody(unavailable())),
-        );
+        answerUpstreamFailure(res, name, timeoutMs, timedOut);
       } else {
         const hook = (req as UpgradeRequest)[UPGRADE_DONE];
         // After the handshake was answered the socket carries WebSocket frames: just close it.
@@ -76,7 +67,7 @@ export function createUpstreamProxy(name: Upstream, target: string, logger: Logg
           (res as Socket).destroy();
           return;
         }
-        writeSocketError(res as Socket, 503, errorBody(unavailable()), String(req.headers['x-request-id'] ?? ''));
+        writeSocketError(res as Socket, 503, errorBody(upstreamUnavailable(name)), String(req.headers['x-request-id'] ?? ''));
         if (hook) {
           hook.answered = true;
           hook.done(503);
