@@ -19,3 +19,19 @@ export function vpcNetwork(vpcId: string): string {
 export function secretObjectName(secretId: string): string {
   return `pier-secret-${secretId}`.toLowerCase();
 }
+
+/**
+ * Prefixes of the names Pier gives its own objects in a tenant's network or namespace:
+ * containers, network aliases (`pier-svc-<id>`, the edge's upstream), namespaces, and the
+ * databases' `db-<id>-rw`/`-ro` hosts. A tenant's service or database named like one of
+ * them could answer for it, so such names are refused.
+ */
+export const RESERVED_NAME_PREFIXES = ['pier-', 'db-'] as const;
+
+/** Why `name` may not be given to a tenant's resource, or null when it may. */
+export function reservedNameProblem(name: string): string | null {
+  const prefix = RESERVED_NAME_PREFIXES.find((p) => name.startsWith(p));
+  return prefix
+    ? `must not start with "${prefix}": names starting with ${RESERVED_NAME_PREFIXES.map((p) => `"${p}"`).join(' or ')} are the platform's own`
+    : null;
+}

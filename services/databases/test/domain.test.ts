@@ -36,6 +36,9 @@ describe('provision rules', () => {
     expect(fieldOf(() => resolveProvision({}, caps))).toBe('name');
     expect(fieldOf(() => resolveProvision({ name: 'x'.repeat(20) }, caps))).toBe('name');
     expect(fieldOf(() => resolveProvision({ name: 'Bad_Name' }, caps))).toBe('name');
+    // The platform's own prefixes: a database named `db-<x>-rw` could stand for another's host.
+    expect(fieldOf(() => resolveProvision({ name: 'db-orders-rw' }, caps))).toBe('name');
+    expect(fieldOf(() => resolveProvision({ name: 'pier-svc-x' }, caps))).toBe('name');
     expect(fieldOf(() => resolveProvision({ name: 'a', engine: 'mysql', instance_type: 'svc.nano' }, caps))).toBe('instance_type');
     expect(fieldOf(() => resolveProvision({ name: 'a', engine: 'mysql', replicas: 2 }, caps))).toBe('replicas');
     expect(fieldOf(() => resolveProvision({ name: 'a', engine: 'mysql', replicas: 7 }, caps))).toBe('replicas');
@@ -53,6 +56,9 @@ describe('provision rules', () => {
     expect(fieldOf(() => resolveUpdate(db, { storage_gb: 10 }))).toBe('storage_gb');
     expect(fieldOf(() => resolveUpdate(db, { instance_type: 'svc.nano' }))).toBe('instance_type');
     expect(resolveUpdate(db, { storage_gb: 30, name: 'b' })).toMatchObject({ storageGb: 30, name: 'b', instanceType: 'svc.small' });
+    expect(fieldOf(() => resolveUpdate(db, { name: 'db-a' }))).toBe('name');
+    // A database named before the reserved prefixes may repeat its own name.
+    expect(resolveUpdate({ ...db, name: 'db-old' }, { name: 'db-old', storage_gb: 30 })).toMatchObject({ name: 'db-old' });
   });
 });
 

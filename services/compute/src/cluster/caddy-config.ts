@@ -2,7 +2,7 @@
 // Compute loads it in one request (Caddy swaps configurations gracefully: connections in
 // flight finish on the old one), so every change is a full, declarative replace.
 import type { EdgeRoute } from '../domain/edge-port.ts';
-import { edgeAlias } from './docker-labels.ts';
+import { edgeUpstream } from './docker-labels.ts';
 
 /** Where certificates live in the edge container (a volume, with Caddy's own state). */
 export const CERT_DIR = '/data/certs';
@@ -30,7 +30,7 @@ function proxyTo(r: EdgeRoute) {
     handler: 'reverse_proxy',
     // Docker's DNS answers the alias with every running replica; re-read four times a second,
     // so a deploy, scale or restart reaches the edge without a configuration change.
-    dynamic_upstreams: { source: 'a', name: edgeAlias(r.serviceId), port: String(r.port), refresh: '250ms' },
+    dynamic_upstreams: { source: 'a', name: edgeUpstream(r.serviceId, r.vpcId), port: String(r.port), refresh: '250ms' },
     load_balancing: {
       selection_policy: { policy: 'round_robin' },
       // A replica going away (a rollout retiring it) refuses connections: try another one

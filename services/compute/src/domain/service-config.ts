@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { cronScheduleProblem, InputError, INSTANCE_TYPE_NAMES, type InstanceType } from '@pier/kit';
+import { cronScheduleProblem, InputError, INSTANCE_TYPE_NAMES, reservedNameProblem, type InstanceType } from '@pier/kit';
 import { IMAGE_REFERENCE_MAX, isImageReference } from './image-reference.ts';
 
 export const SERVICE_TYPES = ['web', 'worker', 'cron'] as const;
@@ -72,7 +72,13 @@ const configFields = {
 };
 
 // Strict: an unknown field (a typo such as `replica`) is a 400, never silently ignored.
-export const createServiceBody = z.strictObject({ name, ...configFields });
+// Only a new name is checked against the platform's prefixes: a PATCH repeating the name of
+// a service made before the rule must keep working.
+const newName = name.superRefine((n, ctx) => {
+  const problem = reservedNameProblem(n);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
+});
+export const createServiceBody = z.strictObject({ name: newName, ...configFields });
 export const patchServiceBody = z.strictObject({ name: name.optional(), ...configFields });
 export type CreateServiceInput = z.infer<typeof createServiceBody>;
 export type PatchServiceInput = z.infer<typeof patchServiceBody>;

@@ -1,4 +1,4 @@
-import { InputError, ConflictError, type InstanceType } from '@pier/kit';
+import { InputError, ConflictError, reservedNameProblem, type InstanceType } from '@pier/kit';
 import type { ClusterCapabilities } from './capabilities.ts';
 import { STORAGE_GB } from './capabilities.ts';
 import type { DatabaseRecord, Engine } from './database.ts';
@@ -19,6 +19,8 @@ export function checkName(name: string): string {
   if (!NAME_PATTERN.test(name)) {
     throw invalid('name', 'must be lowercase letters, digits and hyphens, starting and ending with a letter or digit');
   }
+  const reserved = reservedNameProblem(name);
+  if (reserved) throw invalid('name', reserved);
   return name;
 }
 
@@ -119,7 +121,8 @@ export function resolveUpdate(current: DatabaseRecord, input: UpdateInput): Upda
     throw new InputError('body: give at least one of name, instance_type, storage_gb, external_access_enabled', 'invalid_request');
   }
   if (current.status === 'deleting') throw new ConflictError('database is being deleted', 'database_deleting');
-  const name = input.name === undefined ? current.name : checkName(input.name);
+  // The same name again is no rename: a database named before the reserved prefixes keeps it.
+  const name = input.name === undefined || input.name === current.name ? current.name : checkName(input.name);
   const instanceType = input.instance_type === undefined ? current.instanceType : checkInstanceType(current.engine, input.instance_type);
   let storageGb = current.storageGb;
   if (input.storage_gb !== undefined) {
