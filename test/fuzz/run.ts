@@ -29,7 +29,7 @@
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -180,6 +180,20 @@ async function schemathesisBin(): Promise<string> {
   return stdout.trim();
 }
 
+/** schemathesis' own count of test cases ("12543 generated, 12543 passed"), in words of ours. */
+function caseCounts(report: string): string {
+  const m = /Test cases:\s*\n\s*(\d+) generated, ([^\n]+)/.exec(report);
+  return m ? `${m[1]} test cases generated (${m[2].trim()})` : 'no test case count in its report';
+}
+
+/** What a failed run said, without the closing "=== ... ===" lines a CI would misread. */
+function failureLines(report: string): string[] {
+  return report
+    .split('\n')
+    .map((l) => l.trimEnd())
+    .filter((l) => l && !/^=+ .* =+$/.test(l) && !/^\d+ passed, \d+ failed/.test(l));
+}
+
 async function main(): Promise<number> {
   const t0 = Date.now();
   const since = () => `${((Date.now() - t0) / 1000).toFixed(1)}s`;
@@ -221,13 +235,23 @@ async function main(): Promise<number> {
     ];
     if (interrupted) return 130;
     log(`schemathesis ${args.slice(2).join(' ')}`);
+    // Its report goes to a file, never to our output: it closes on a pytest-style
+    // "=== N warnings in Ns ===" line that CI would read as a test run counting no test.
+    const reportFile = path.join(reportDir, `schemathesis-${new Date().toISOString().replace(/[:.]/g, '')}.log`);
+    const out = await open(reportFile, 'w');
     const code = await new Promise<number>((resolve, reject) => {
-      const child = spawn(bin, args, { stdio: 'inherit', cwd: workDir, env: { ...process.env, SCHEMATHESIS_HOOKS: path.join(here, 'hooks.py') } });
+      const child = spawn(bin, args, {
+        stdio: ['ignore', out.fd, out.fd],
+        cwd: workDir,
+        env: { ...process.env, SCHEMATHESIS_HOOKS: path.join(here, 'hooks.py'), NO_COLOR: '1' },
+      });
       fuzzer = child;
       child.on('error', reject);
       child.on('exit', (c, signal) => resolve(c ?? (signal ? 128 : 1)));
-    });
-    log(`schemathesis exited ${code} (${since()})`);
+    }).finally(() => out.close());
+    const report = await readFile(reportFile, 'utf8');
+    if (code !== 0) for (const line of failureLines(report).slice(0, 400)) log(`  ${line}`);
+    log(`schemathesis exited ${code} (${since()}): ${caseCounts(report)}; its report: ${path.relative(root, reportFile)}`);
     // The VPCs the fuzzer made hold services too: their containers go with ours.
     const listed = await p.api(p.bootstrap.token).get(`/api/v1/workspaces/${p.bootstrap.workspaceId}/vpcs?limit=200`);
     for (const v of (listed.body?.items ?? []) as { id: string }[]) vpcs.add(v.id);
