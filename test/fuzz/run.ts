@@ -183,7 +183,7 @@ async function schemathesisBin(): Promise<string> {
 /** schemathesis' own count of test cases ("12543 generated, 12543 passed"), in words of ours. */
 function caseCounts(report: string): string {
   const m = /Test cases:\s*\n\s*(\d+) generated, ([^\n]+)/.exec(report);
-  return m ? `${m[1]} test cases generated (${m[2].trim()})` : 'no test case count in its report';
+  return m ? `${m[1]} test cases generated (${(m[2] ?? '').trim()})` : 'no test case count in its report';
 }
 
 /** What a failed run said, without the closing "=== ... ===" lines a CI would misread. */
