@@ -31,7 +31,7 @@ import { benchBackups } from './database-backups.ts';
 import { benchLogs } from './logs.ts';
 import { benchEdge } from './edge.ts';
 import { benchDiskBackups } from './disk-backups.ts';
-import { AuthClient } from '@pier/gateway';
+import { AuthClient, AUTH_RECONNECT_MAX_MS, AUTH_TIMEOUT_MS } from '@pier/gateway';
 import { runClosedLoop, runLoad, type LoadResult } from './load.ts';
 import { perRequest, snapshot } from './cpu.ts';
 
@@ -67,6 +67,7 @@ async function benchGateway(infra: Infra): Promise<void> {
     const configDir = await mkdtemp(path.join(os.tmpdir(), 'pier-bench-'));
     cleanups.push(() => rm(configDir, { recursive: true, force: true }));
     const keys = await generateIdentityKeys();
+    const gatewayKeys = await generateIdentityKeys();
     const [authHttp, authGrpc, gatewayPort, gatewayMetrics] = [await freePort(), await freePort(), await freePort(), await freePort()];
     const base: NodeJS.ProcessEnv = { ...process.env, PIER_LOG_LEVEL: 'error', PIER_BIND_HOST: '127.0.0.1' };
     // PIER_BENCH_PROFILE=<dir>: V8 CPU profiles of auth and the gateway, written when they stop.
@@ -81,6 +82,7 @@ async function benchGateway(infra: Infra): Promise<void> {
         PIER_NATS_URL: infra.natsUrl,
         PIER_IDENTITY_PUBLIC_KEY: keys.publicJwk,
         PIER_IDENTITY_PRIVATE_KEY: keys.privateJwk,
+        PIER_GATEWAY_SERVICE_PUBLIC_KEY: gatewayKeys.publicJwk,
         PIER_AUTH_HTTP_PORT: String(authHttp),
         PIER_AUTH_GRPC_PORT: String(authGrpc),
         PIER_CONFIG_DIR: configDir,
@@ -101,6 +103,7 @@ async function benchGateway(infra: Infra): Promise<void> {
         PIER_GATEWAY_METRICS_PORT: String(gatewayMetrics),
         PIER_AUTH_GRPC_URL: `127.0.0.1:${authGrpc}`,
         PIER_AUTH_URL: `http://127.0.0.1:${authHttp}`,
+        PIER_GATEWAY_SERVICE_PRIVATE_KEY: gatewayKeys.privateJwk,
         PIER_NATS_URL: infra.natsUrl,
         // The limiter stays on (its cost is part of what is measured) but never refuses.
         PIER_RATE_LIMIT_TOKEN_PER_HOUR: '100000000',
@@ -160,7 +163,11 @@ async function benchGateway(infra: Infra): Promise<void> {
       await measured('gateway', viaGateway, runs.gateway, i);
     }
     // Where the hop's cost goes: auth's gRPC Authenticate alone, as the gateway calls it.
-    const grpcClient = new AuthClient(`127.0.0.1:${authGrpc}`);
+    const grpcClient = new AuthClient(`127.0.0.1:${authGrpc}`, {
+      serviceKey: gatewayKeys.privateJwk,
+      timeoutMs: AUTH_TIMEOUT_MS,
+      reconnectMaxMs: AUTH_RECONNECT_MAX_MS,
+    });
     const authenticate = () =>
       grpcClient.authenticate(token, ws, '').then(
         () => true,

@@ -1,15 +1,22 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { mkdir } from 'node:fs/promises';
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { which } from './which.ts';
 import type { ParentDeath } from './parent-death.ts';
+import { natsServerConfig, type NatsUser } from '../platform/nats-config.ts';
 
 const exec = promisify(execFile);
 
 export interface RunningNats {
   url: string;
+  /**
+   * A service's PIER_NATS_USER and PIER_NATS_PASSWORD for the NATS the launcher started (it
+   * admits only these users, each to its own subjects); nothing for PIER_NATS_URL, whose
+   * URL is used as it stands (`nats://user:password@host:port` gives every service that user).
+   */
+  credentials(user: NatsUser): NodeJS.ProcessEnv;
   /** How it was found, for the summary. */
   how: string;
   stop(): Promise<void>;
@@ -58,6 +65,13 @@ async function localImage(): Promise<string | null> {
   return null;
 }
 
+/** Writes the server's configuration (it holds every service's password: 0600) and returns its path. */
+async function writeConfig(file: string, text: string): Promise<string> {
+  await writeFile(file, text, { mode: 0o600 });
+  await chmod(file, 0o600);
+  return file;
+}
+
 /**
  * NATS with JetStream, in order of preference: PIER_NATS_URL; a `nats-server` on PATH,
  * started with its store under `<home>/nats`; a container from the local `pier/nats:2`
@@ -65,17 +79,20 @@ async function localImage(): Promise<string | null> {
  * how to get one. Never installs anything itself (`./pier up` installs Debian's nats-server
  * before it starts the launcher). The nats-server child stops with the launcher, however the
  * launcher dies; a container cannot be tied to it, so a SIGKILL leaves that one running
- * until the next start removes it.
+ * until the next start removes it. A NATS the launcher starts has a user per service, each
+ * allowed only its own subjects (deploy/platform/nats-config.ts), and no anonymous access.
  */
-export async function findNats(home: string, port: number, death: ParentDeath): Promise<RunningNats> {
+export async function findNats(home: string, port: number, death: ParentDeath, passwords: Record<NatsUser, string>): Promise<RunningNats> {
   if (process.env.PIER_NATS_URL) {
-    return { url: process.env.PIER_NATS_URL, how: 'PIER_NATS_URL', stop: async () => undefined };
+    return { url: process.env.PIER_NATS_URL, how: 'PIER_NATS_URL', credentials: () => ({}), stop: async () => undefined };
   }
+  const credentials = (user: NatsUser) => ({ PIER_NATS_USER: user, PIER_NATS_PASSWORD: passwords[user] });
   const binary = which('nats-server');
   if (binary) {
     const store = path.join(home, 'nats');
     await mkdir(store, { recursive: true });
-    const [cmd, args] = death.wrap(binary, ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', store], 'SIGTERM');
+    const config = await writeConfig(path.join(home, 'nats-server.conf'), natsServerConfig({ listen: `127.0.0.1:${port}`, storeDir: store, passwords }));
+    const [cmd, args] = death.wrap(binary, ['-c', config], 'SIGTERM');
     const child: ChildProcess = spawn(cmd, args, {
       detached: true, // own process group: Ctrl-C reaches the launcher, which stops NATS after the services
       stdio: ['ignore', 'ignore', 'pipe'],
@@ -92,7 +109,8 @@ export async function findNats(home: string, port: number, death: ParentDeath): 
     }
     return {
       url: `nats://127.0.0.1:${port}`,
-      how: `${binary} (JetStream store in ${store})`,
+      how: `${binary} (JetStream store in ${store}, a user per service: ${config})`,
+      credentials,
       stop: () =>
         new Promise((resolve) => {
           if (child.exitCode !== null) return resolve();
@@ -106,11 +124,32 @@ export async function findNats(home: string, port: number, death: ParentDeath): 
     if (image) {
       // Our own container from an earlier run that did not stop cleanly.
       await exec('docker', ['rm', '-f', CONTAINER]).catch(() => undefined);
-      await exec('docker', ['run', '-d', '--rm', '--name', CONTAINER, '--label', 'pier.local=true', '-p', `127.0.0.1:${port}:4222`, image, '-js']);
+      const config = await writeConfig(
+        path.join(home, 'nats-container.conf'),
+        natsServerConfig({ listen: '0.0.0.0:4222', storeDir: '/var/lib/nats', passwords }),
+      );
+      // Over the path pier/nats:2 always loads; the official image is told to load it.
+      const args = image.startsWith('pier/') ? ['-js'] : ['--config', '/etc/nats/nats-server.conf', '-js'];
+      await exec('docker', [
+        'run',
+        '-d',
+        '--rm',
+        '--name',
+        CONTAINER,
+        '--label',
+        'pier.local=true',
+        '-p',
+        `127.0.0.1:${port}:4222`,
+        '-v',
+        `${config}:/etc/nats/nats-server.conf:ro`,
+        image,
+        ...args,
+      ]);
       await waitForPort(port, 15_000, () => true);
       return {
         url: `nats://127.0.0.1:${port}`,
-        how: `Docker container ${CONTAINER} (${image})`,
+        how: `Docker container ${CONTAINER} (${image}), a user per service`,
+        credentials,
         stop: async () => {
           await exec('docker', ['stop', '-t', '5', CONTAINER]).catch(() => undefined);
         },

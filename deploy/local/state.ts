@@ -2,11 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { generateIdentityKeys, SERVICE_SCHEMAS, type ServiceSchema } from '@pier/kit';
+import { NATS_USERS, type NatsUser } from '../platform/nats-config.ts';
 
 /**
  * What the launcher generates once and must find again on the next start: the identity
  * key pair (every identity token and every service trusts it), the service roles'
- * passwords, and the embedded PostgreSQL's superuser password. It holds secrets, so the
+ * passwords, the embedded PostgreSQL's superuser password, the gateway's and compute's own
+ * keys and each service's NATS password. It holds secrets, so the
  * file is the owner's alone (0600), like the CLI's credentials.
  */
 export interface LocalState {
@@ -17,6 +19,10 @@ export interface LocalState {
   secretsStoreKey: string;
   /** Compute's own Ed25519 key pair: it signs its calls to secrets with it. */
   computeKeys: { privateJwk: string; publicJwk: string };
+  /** The gateway's own Ed25519 key pair: it signs its calls to auth's gRPC with it. */
+  gatewayKeys: { privateJwk: string; publicJwk: string };
+  /** Each service's NATS password (its user is its name): the launcher's nats-server admits no one else. */
+  natsPasswords: Record<NatsUser, string>;
 }
 
 const secret = () => randomBytes(24).toString('hex');
@@ -39,6 +45,8 @@ export async function loadState(home: string): Promise<{ state: LocalState; file
     postgresPassword: found.postgresPassword ?? secret(),
     secretsStoreKey: found.secretsStoreKey ?? randomBytes(32).toString('base64'),
     computeKeys: found.computeKeys ?? (await generateIdentityKeys()),
+    gatewayKeys: found.gatewayKeys ?? (await generateIdentityKeys()),
+    natsPasswords: found.natsPasswords ?? (Object.fromEntries(NATS_USERS.map((u) => [u, secret()])) as Record<NatsUser, string>),
   };
   const created = Object.keys(found).length === 0;
   if (JSON.stringify(found) !== JSON.stringify(state)) {

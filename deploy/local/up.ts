@@ -3,7 +3,8 @@
  *
  * PostgreSQL: PIER_DATABASE_URL (an admin URL; its database is used) or an embedded
  * server whose data lives in $PIER_HOME/postgres. NATS: PIER_NATS_URL, a `nats-server` on
- * PATH, or a local NATS image in Docker. Keys and passwords are generated on the first
+ * PATH, or a local NATS image in Docker; one the launcher starts has a user per service,
+ * each held to its own subjects (nats.ts). Keys and passwords are generated on the first
  * run and kept in $PIER_HOME/state.json (0600). $PIER_HOME defaults to `.pier/` in the
  * repository. Each service runs as a child process with its own environment; the CLI's
  * bootstrap files land in $PIER_CONFIG_DIR (default ~/.config/pier). Every child stops with
@@ -113,7 +114,7 @@ async function main(): Promise<void> {
   if (!env.PIER_NATS_URL && (await portInUse(ports.nats))) {
     throw new MissingDependency(`port ${ports.nats} (NATS) is in use; set PIER_LOCAL_NATS_PORT, or PIER_NATS_URL to use a running NATS`);
   }
-  nats = await findNats(home, ports.nats, death);
+  nats = await findNats(home, ports.nats, death, state.natsPasswords);
   say(`NATS: ${nats.how}`);
 
   // Every child inherits the user's environment (PIER_LOG_LEVEL, PIER_CLUSTER, PIER_OIDC_*,
@@ -122,6 +123,7 @@ async function main(): Promise<void> {
     ...env,
     PIER_DATABASE_URL: dbUrls[service],
     PIER_NATS_URL: nats!.url,
+    ...nats!.credentials(service),
     PIER_IDENTITY_PUBLIC_KEY: state.identity.publicJwk,
     PIER_BIND_HOST: host,
   });
@@ -180,6 +182,7 @@ async function main(): Promise<void> {
     {
       ...common('auth'),
       PIER_IDENTITY_PRIVATE_KEY: state.identity.privateJwk,
+      PIER_GATEWAY_SERVICE_PUBLIC_KEY: state.gatewayKeys.publicJwk,
       PIER_AUTH_HTTP_PORT: String(ports.authHttp),
       PIER_AUTH_GRPC_PORT: String(ports.authGrpc),
       PIER_PUBLIC_URL: urls.gateway,
@@ -203,6 +206,8 @@ async function main(): Promise<void> {
       PIER_GATEWAY_METRICS_PORT: String(ports.gatewayMetrics),
       PIER_BIND_HOST: host,
       PIER_NATS_URL: nats!.url,
+      ...nats!.credentials('gateway'),
+      PIER_GATEWAY_SERVICE_PRIVATE_KEY: state.gatewayKeys.privateJwk,
       PIER_AUTH_GRPC_URL: `127.0.0.1:${ports.authGrpc}`,
       PIER_AUTH_URL: urls.auth,
       PIER_COMPUTE_URL: urls.compute,

@@ -1,6 +1,6 @@
 /**
  * Prints the `keys:` values deploy/helm/pier needs and a template cannot make (Ed25519
- * JWKs), with fresh database passwords:
+ * JWKs), with fresh database and NATS passwords:
  *   node --import tsx deploy/platform/chart-keys.ts > pier-keys.yaml
  *   helm install pier deploy/helm/pier -f pier-keys.yaml
  * Keep the file: an upgrade with other keys invalidates every token and signature.
@@ -8,27 +8,36 @@
 import { randomBytes } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import { generateIdentityKeys, SERVICE_SCHEMAS } from '@pier/kit';
+import { NATS_USERS } from './nats-config.ts';
 
 export interface ChartKeys {
   identityPrivateKey: string;
   identityPublicKey: string;
   computePrivateKey: string;
   computePublicKey: string;
+  gatewayPrivateKey: string;
+  gatewayPublicKey: string;
   databasePasswords: Record<string, string>;
   postgresPassword: string;
+  /** Each service's password on the chart's NATS. */
+  natsPasswords: Record<string, string>;
 }
 
 export async function chartKeys(): Promise<ChartKeys> {
   const identity = await generateIdentityKeys();
   const compute = await generateIdentityKeys();
+  const gateway = await generateIdentityKeys();
   const password = () => randomBytes(24).toString('hex');
   return {
     identityPrivateKey: identity.privateJwk,
     identityPublicKey: identity.publicJwk,
     computePrivateKey: compute.privateJwk,
     computePublicKey: compute.publicJwk,
+    gatewayPrivateKey: gateway.privateJwk,
+    gatewayPublicKey: gateway.publicJwk,
     databasePasswords: Object.fromEntries(SERVICE_SCHEMAS.map((s) => [s, password()])),
     postgresPassword: password(),
+    natsPasswords: Object.fromEntries(NATS_USERS.map((u) => [u, password()])),
   };
 }
 

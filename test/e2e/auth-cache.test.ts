@@ -1,5 +1,5 @@
-// The gateways' cache of auth's answers has no grace: a revoke, a downgrade or a removal
-// made through one gateway holds for the very next request through another, whose cache
+// The gateways' cache of auth's answers has no grace: a revoke (of a key, and with it of
+// the CLI sessions minted with that key), a downgrade or a removal made through one gateway holds for the very next request through another, whose cache
 // held the old answer a moment before. Two gateways, each with its own auth instance, on
 // one database and one NATS; each loop runs 1,000 times. Then one gateway's link to NATS
 // is cut: it stops using its cache within the lease, keeps answering correctly through
@@ -97,6 +97,23 @@ describe('no grace through another gateway', () => {
     const figures = await cacheFigures(b.gatewayMetricsUrl);
     // One hit per round at least (the second read), and no round served from a stale entry.
     expect(figures.hit - before.hit).toBeGreaterThanOrEqual(ROUNDS);
+  }, 600_000);
+
+  it(`a CLI session minted with a key revoked through A is refused by B at once, ${ROUNDS} times`, async () => {
+    const path = `/api/v1/workspaces/${ws}/vpcs`;
+    for (let i = 0; i < ROUNDS; i++) {
+      const created = await owner.post(`/api/v1/workspaces/${ws}/api-keys`, { name: `login-${i}` });
+      expect(created.status).toBe(201);
+      const minted = await api(b.gatewayUrl, { authorization: `Bearer ${created.body.key}` }).post('/api/v1/cli-sessions', {});
+      expect(minted.status).toBe(201);
+      const viaB = api(b.gatewayUrl, { authorization: `Bearer ${minted.body.token}` });
+      // The session's answer sits in B's cache, ready to go stale.
+      await warm(viaB, path, 200, b.gatewayMetricsUrl);
+      expect((await owner.delete(`/api/v1/workspaces/${ws}/api-keys/${created.body.id}`)).status).toBe(204);
+      const after = await viaB.get(path);
+      expect(after.status).toBe(401);
+      expect(after.body).toEqual({ error: 'invalid or expired CLI session token', code: 'invalid_session' });
+    }
   }, 600_000);
 
   it(`a member downgraded to Viewer through A is refused a write by B at once, ${ROUNDS} times`, async () => {

@@ -129,6 +129,43 @@ describe('CLI session tokens', () => {
     expect(next.body).toEqual({ error: expect.any(String), code: expect.any(String) });
   });
 
+  it('a session minted with an API key is revoked with the key: 401 on its very next request', async () => {
+    const created = await owner.post(`/api/v1/workspaces/${ws}/api-keys`, { name: 'login-key' });
+    expect(created.status).toBe(201);
+    const minted = await p.api(created.body.key).post('/api/v1/cli-sessions', { name: 'from-key' });
+    expect(minted.status).toBe(201);
+    const session = p.api(minted.body.token);
+    const vpcs = `/api/v1/workspaces/${ws}/vpcs`;
+    // Twice: the second answer is the gateway's cached one, which the revoke must void too.
+    expect((await session.get(vpcs)).status).toBe(200);
+    expect((await session.get(vpcs)).status).toBe(200);
+
+    expect((await owner.delete(`/api/v1/workspaces/${ws}/api-keys/${created.body.id}`)).status).toBe(204);
+    const next = await session.get(vpcs);
+    expect(next.status).toBe(401);
+    expect(next.body).toEqual({ error: 'invalid or expired CLI session token', code: 'invalid_session' });
+    // Everywhere, not only in the key's workspace, and no longer listed as live.
+    expect((await session.get('/api/v1/me')).status).toBe(401);
+    expect((await session.post('/api/v1/workspaces', { name: 'escape' })).status).toBe(401);
+    const listed = (await owner.get('/api/v1/cli-sessions?limit=200')).body.items.map((s: { id: string }) => s.id);
+    expect(listed).not.toContain(minted.body.id);
+  });
+
+  it('a session minted with an API key expires no later than the key, and says which key it rides on', async () => {
+    const created = await owner.post(`/api/v1/workspaces/${ws}/api-keys`, { name: 'short-login-key', expires_in_days: 2 });
+    expect(created.status).toBe(201);
+    const minted = await p.api(created.body.key).post('/api/v1/cli-sessions', { expires_in_days: 3650 });
+    expect(minted.status).toBe(201);
+    expect(minted.body.expires_at).toBe(created.body.expires_at);
+    expect(minted.body.api_key_id).toBe(created.body.id);
+    // One minted by that session rides on the same key: a chain does not escape it.
+    const chained = await p.api(minted.body.token).post('/api/v1/cli-sessions', {});
+    expect(chained.status).toBe(201);
+    expect(chained.body).toMatchObject({ api_key_id: created.body.id, expires_at: created.body.expires_at });
+    expect((await owner.delete(`/api/v1/workspaces/${ws}/api-keys/${created.body.id}`)).status).toBe(204);
+    expect((await p.api(chained.body.token).get('/api/v1/me')).status).toBe(401);
+  });
+
   it('an expired session token is refused', async () => {
     const created = await owner.post('/api/v1/cli-sessions', { expires_in_days: 7 });
     const session = p.api(created.body.token);

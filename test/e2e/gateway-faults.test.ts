@@ -170,6 +170,7 @@ describe('auth down', () => {
           PIER_LOG_LEVEL: 'warn',
           PIER_AUTH_GRPC_URL: `127.0.0.1:${(hung.address() as AddressInfo).port}`,
           PIER_AUTH_URL: p.serviceUrls.auth,
+          PIER_GATEWAY_SERVICE_PRIVATE_KEY: p.gatewayKeys.privateJwk,
         }),
       );
       const api = p.apiAt(`http://127.0.0.1:${g.httpPort}`, { authorization: `Bearer ${p.bootstrap.token}` });

@@ -57,6 +57,8 @@ export interface Platform {
   };
   /** Compute's own Ed25519 key pair (it signs its calls to secrets; secrets trusts its public key). */
   computeKeys: { privateJwk: string; publicJwk: string };
+  /** The gateway's own Ed25519 key pair (it signs its calls to auth's gRPC; auth trusts its public key). */
+  gatewayKeys: { privateJwk: string; publicJwk: string };
   /** The identity key pair (Ed25519 JWKs as JSON): sign identity tokens to call a service directly. */
   keys: { privateJwk: string; publicJwk: string };
   /** The test database: `adminUrl` (superuser, for test set-up such as ageing a key) and each service's own URL. */
@@ -98,6 +100,7 @@ export async function startPlatformAt(opts: PlatformOptions): Promise<Platform> 
     // are: secrets, then compute (which calls secrets over gRPC with its own key), databases.
     const serviceUrls: Platform['serviceUrls'] = { auth: '', authGrpc: '' };
     const computeKeys = await generateIdentityKeys();
+    const gatewayKeys = await generateIdentityKeys();
     const secretsDir = path.join(configDir, 'secrets-store');
     const sec = await secrets.start(
       secrets.readConfig(
@@ -159,6 +162,7 @@ export async function startPlatformAt(opts: PlatformOptions): Promise<Platform> 
         clean({
           ...common('auth'),
           PIER_IDENTITY_PRIVATE_KEY: keys.privateJwk,
+          PIER_GATEWAY_SERVICE_PUBLIC_KEY: gatewayKeys.publicJwk,
           PIER_AUTH_HTTP_PORT: '0',
           PIER_AUTH_GRPC_PORT: String(authGrpcPort),
           PIER_BOOTSTRAP_EMAIL: opts.bootstrapEmail,
@@ -184,6 +188,7 @@ export async function startPlatformAt(opts: PlatformOptions): Promise<Platform> 
           PIER_LOG_LEVEL: opts.gatewayLog ? 'info' : level,
           PIER_AUTH_GRPC_URL: serviceUrls.authGrpc,
           PIER_AUTH_URL: serviceUrls.auth,
+          PIER_GATEWAY_SERVICE_PRIVATE_KEY: gatewayKeys.privateJwk,
           PIER_NATS_URL: opts.natsUrl,
           PIER_COMPUTE_URL: serviceUrls.compute,
           PIER_DATABASES_URL: serviceUrls.databases,
@@ -212,6 +217,7 @@ export async function startPlatformAt(opts: PlatformOptions): Promise<Platform> 
       serviceUrls,
       keys,
       computeKeys,
+      gatewayKeys,
       database: { adminUrl: db.adminUrl, urls: db.urls },
       natsUrl: opts.natsUrl,
       api: (token?: string) => api(gatewayUrl, token ? { authorization: `Bearer ${token}` } : {}),

@@ -1,4 +1,5 @@
 import { connect, type NatsConnection } from 'nats';
+import { natsConnectOptions, type NatsServer } from './nats-connect.ts';
 
 /**
  * What auth and the gateway share to let a gateway reuse Authenticate answers with no
@@ -61,7 +62,7 @@ export class NatsLink {
   private timer?: NodeJS.Timeout;
 
   constructor(
-    private readonly url: string,
+    private readonly server: NatsServer,
     private readonly onConnected: (nc: NatsConnection) => Promise<void> | void,
     private readonly onError: (err: unknown) => void,
     private readonly retryMs = 1000,
@@ -78,7 +79,14 @@ export class NatsLink {
   private async attempt(): Promise<void> {
     if (this.stopped) return;
     try {
-      const nc = await connect({ servers: this.url, timeout: 2000, maxReconnectAttempts: -1, reconnectTimeWait: 250, pingInterval: 2000, maxPingOut: 2 });
+      const nc = await connect({
+        ...natsConnectOptions(this.server),
+        timeout: 2000,
+        maxReconnectAttempts: -1,
+        reconnectTimeWait: 250,
+        pingInterval: 2000,
+        maxPingOut: 2,
+      });
       if (this.stopped) return void (await nc.close());
       this.nc = nc;
       await this.onConnected(nc);

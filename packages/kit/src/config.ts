@@ -29,6 +29,9 @@ export const DATABASE_ACQUIRE_TIMEOUT_MS = 10_000;
 export const serviceEnv = z.object({
   PIER_DATABASE_URL: z.string().url({ message: "PIER_DATABASE_URL must be a postgres:// URL (the service role's own login)" }),
   PIER_NATS_URL: z.string().min(1, 'PIER_NATS_URL is required (nats://host:port)'),
+  // The service's own NATS user, when NATS has users (kit's nats-connect.ts).
+  PIER_NATS_USER: z.string().min(1, 'PIER_NATS_USER must not be empty').optional(),
+  PIER_NATS_PASSWORD: z.string().optional(),
   PIER_IDENTITY_PUBLIC_KEY: z.string().min(1, 'PIER_IDENTITY_PUBLIC_KEY is required (Ed25519 public JWK, JSON)'),
   PIER_BIND_HOST: z.string().default('127.0.0.1'),
   PIER_LOG_LEVEL: logLevel,

@@ -21,6 +21,12 @@ export interface Identity {
   workspaceId?: string;
   vpcId?: string;
   role?: Role;
+  /**
+   * The API key this request's authority comes from: the key itself, or the key a CLI
+   * session was minted with. auth binds a session minted by such a caller to that key
+   * (services/auth README, "CLI sessions").
+   */
+  apiKeyId?: string;
 }
 
 type Key = CryptoKey | KeyObject | Uint8Array;
@@ -43,6 +49,7 @@ export async function signIdentity(privateKey: Key, identity: Identity, ttlSecon
   if (identity.workspaceId) claims.ws = identity.workspaceId;
   if (identity.vpcId) claims.vpc = identity.vpcId;
   if (identity.role) claims.role = identity.role;
+  if (identity.apiKeyId) claims.key = identity.apiKeyId;
   return new SignJWT(claims)
     .setProtectedHeader({ alg: ALG })
     .setSubject(identity.subject)
@@ -84,6 +91,7 @@ export class IdentityVerifier {
         workspaceId: payload.ws as string | undefined,
         vpcId: payload.vpc as string | undefined,
         role: payload.role as Role | undefined,
+        apiKeyId: payload.key as string | undefined,
       };
       if (this.cache.size > 10_000) this.cache.clear();
       this.cache.set(token, { identity, exp: payload.exp ?? now });

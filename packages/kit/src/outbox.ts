@@ -1,6 +1,7 @@
 import { connect, type NatsConnection, type JetStreamClient, RetentionPolicy, StorageType } from 'nats';
 import type { Knex } from 'knex';
 import type { Logger } from './logger.ts';
+import { natsConnectOptions, type NatsServer } from './nats-connect.ts';
 
 export const EVENTS_STREAM = 'PIER_EVENTS';
 
@@ -111,7 +112,7 @@ export class OutboxRelay {
     private readonly db: Knex,
     /** The owning service's name: with the row id it makes the JetStream message id. */
     private readonly source: string,
-    private readonly natsUrl: string,
+    private readonly nats: NatsServer,
     private readonly log: Logger,
     options: OutboxRelayOptions | number = {},
   ) {
@@ -169,7 +170,7 @@ export class OutboxRelay {
     if (this.js && this.nc && !this.nc.isClosed()) return Promise.resolve(this.js);
     // One connection attempt at a time: a readiness check may ask while a pass connects.
     this.connecting ??= (async () => {
-      const nc = await connect({ servers: this.natsUrl, timeout: 2000, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+      const nc = await connect({ ...natsConnectOptions(this.nats), timeout: 2000, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
       if (this.stopped) {
         await nc.close();
         throw new Error('outbox relay stopped');

@@ -5,6 +5,7 @@ import { createDb, migrate, type Migration } from './db.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { IdentityVerifier } from './identity.ts';
 import { OutboxRelay } from './outbox.ts';
+import { natsTarget } from './nats-connect.ts';
 import { createServiceApp, type Route } from './http.ts';
 import { IdempotencyKeys } from './idempotency.ts';
 import { upgradeHandler, type UpgradeRoute } from './upgrade.ts';
@@ -62,6 +63,9 @@ export interface Background {
 export interface ServiceBaseConfig {
   PIER_DATABASE_URL: string;
   PIER_NATS_URL: string;
+  /** The service's NATS user and password, when NATS has users. */
+  PIER_NATS_USER?: string;
+  PIER_NATS_PASSWORD?: string;
   PIER_IDENTITY_PUBLIC_KEY: string;
   PIER_BIND_HOST: string;
   PIER_LOG_LEVEL: string;
@@ -136,7 +140,7 @@ export async function startService<Extra extends object = Record<never, never>>(
     life.onStop('database pool', () => db.destroy());
     await migrate(db, spec.schema, spec.migrations);
     const verifier = await IdentityVerifier.fromJwk(config.PIER_IDENTITY_PUBLIC_KEY);
-    const relay = new OutboxRelay(db, spec.name, config.PIER_NATS_URL, logger, {
+    const relay = new OutboxRelay(db, spec.name, natsTarget(config), logger, {
       retentionSeconds: config.PIER_OUTBOX_RETENTION_SECONDS,
       publishBatch: config.PIER_OUTBOX_PUBLISH_BATCH,
       trimBatch: config.PIER_OUTBOX_TRIM_BATCH,

@@ -65,6 +65,9 @@ export const authEnv = serviceEnv
     // not acknowledge answers after both. Ticks come every 100 ms: a lease of three at least.
     PIER_AUTH_CACHE_LEASE_MS: millis('PIER_AUTH_CACHE_LEASE_MS', 300, 10_000, AUTH_CACHE_LEASE_MS),
     PIER_AUTH_CACHE_CLOCK_SKEW_MS: millis('PIER_AUTH_CACHE_CLOCK_SKEW_MS', 0, 10_000, AUTH_CACHE_CLOCK_SKEW_MS),
+    // The gateway's own Ed25519 public key: Authenticate and RecordUses admit only calls
+    // signed with its private half (grpc/auth-service.ts). Unset: both are refused.
+    PIER_GATEWAY_SERVICE_PUBLIC_KEY: optionalText,
   })
   .superRefine((env, ctx) => {
     const priv = parseJwk(env.PIER_IDENTITY_PRIVATE_KEY);

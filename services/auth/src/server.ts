@@ -1,4 +1,4 @@
-import { importIdentityKey, startService, type RunningService } from '@pier/kit';
+import { importIdentityKey, natsTarget, ServiceCallerCheck, startService, type RunningService } from '@pier/kit';
 import { authRestRoutes } from './app.ts';
 import { CachingIdentityMinter } from './authn/identity-minter.ts';
 import { OidcVerifier } from './authn/oidc.ts';
@@ -72,17 +72,15 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
         );
       }
       const usage = new HttpVpcUsage(targets, () => minter.service('auth'));
-      const caches = new EpochBroadcaster(
-        db,
-        installation,
-        config.PIER_NATS_URL,
-        config.PIER_AUTH_CACHE_LEASE_MS,
-        config.PIER_AUTH_CACHE_CLOCK_SKEW_MS,
-        logger,
-      );
+      const caches = new EpochBroadcaster(db, installation, natsTarget(config), config.PIER_AUTH_CACHE_LEASE_MS, config.PIER_AUTH_CACHE_CLOCK_SKEW_MS, logger);
+      const gateway = await ServiceCallerCheck.create(config.PIER_GATEWAY_SERVICE_PUBLIC_KEY, 'gateway', 'auth', 'PIER_GATEWAY_SERVICE_PUBLIC_KEY');
+      if (!gateway.configured) logger.warn('PIER_GATEWAY_SERVICE_PUBLIC_KEY is not set: every Authenticate and RecordUses call will be refused');
       return {
         routes: authRestRoutes({ db, usage, lastUsed, caches }),
-        grpc: { port: config.PIER_AUTH_GRPC_PORT, services: [authGrpcService(authenticator, new VpcLookup(store.vpcs, verifier), lastUsed, logger)] },
+        grpc: {
+          port: config.PIER_AUTH_GRPC_PORT,
+          services: [authGrpcService(authenticator, new VpcLookup(store.vpcs, verifier), lastUsed, gateway, logger)],
+        },
         background: [lastUsed, caches],
         extra: { bootstrap: boot },
         describe: { oidc: oidc !== undefined },

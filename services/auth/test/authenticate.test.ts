@@ -242,7 +242,6 @@ describe('OIDC JWTs', () => {
       await idp.sign({ email: 'x@example.com' }, { key: 'rogue' }),
       await idp.sign({ email: 'x@example.com' }, { exp: Math.floor(Date.now() / 1000) - 120 }),
       await idp.sign({ name: 'no email' }),
-      await idp.sign({ email: 'x@example.com', email_verified: false }),
       'not.a.jwt',
     ];
     for (const token of bad) {
@@ -252,5 +251,31 @@ describe('OIDC JWTs', () => {
     }
     const users = await admin.query(`select count(*)::int as n from auth.users where email = 'x@example.com'`);
     expect(users.rows[0].n).toBe(0);
+  });
+});
+
+describe('OIDC e-mail verification', () => {
+  it('refuses a JWT whose e-mail the provider does not say is verified, and creates no user', async () => {
+    // The user is found by e-mail: an unverified address would sign in as whoever owns it.
+    const victim = await addMember('victim@example.com', 'admin');
+    for (const claims of [
+      { email: 'victim@example.com' },
+      { email: 'victim@example.com', email_verified: false },
+      { email: 'victim@example.com', email_verified: 'true' },
+      { email: 'victim@example.com', email_verified: 1 },
+      { email: 'newcomer@example.com' },
+    ]) {
+      const err = await rejected(h.authenticate(await idp.sign(claims), ws));
+      expect(err, JSON.stringify(claims)).toMatchObject({
+        kind: 'unauthenticated',
+        code: 'email_not_verified',
+        message: 'the identity provider has not verified the e-mail address of this token (email_verified must be true)',
+      });
+    }
+    const users = await admin.query(`select count(*)::int as n from auth.users where email = 'newcomer@example.com'`);
+    expect(users.rows[0].n).toBe(0);
+    // The same address, verified, signs in as that member.
+    const ok = await h.authenticate(await idp.sign({ email: 'victim@example.com', email_verified: true }), ws);
+    expect(ok).toMatchObject({ user_id: victim, role: 'admin' });
   });
 });

@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import {
   AUTH_CACHE_HOLDERS_BUCKET,
+  AUTH_CACHE_LEASE_MS,
   AUTH_CACHE_REGISTRATION_TTL_MS,
   epochAckSubject,
   epochSubject,
@@ -10,6 +11,7 @@ import {
   type EpochAck,
   type EpochTick,
   type Logger,
+  type NatsServer,
 } from '@pier/kit';
 import { JSONCodec, type KV, type NatsConnection } from 'nats';
 import type { Authenticated, AuthClient } from './auth-client.ts';
@@ -36,6 +38,18 @@ export interface Authenticates {
 }
 
 export type CacheResult = 'hit' | 'miss' | 'off';
+
+/**
+ * Until when (this gateway's Unix ms) a tick keeps the cache usable. Anything that can
+ * publish on the epoch subject can send a tick, so neither of its numbers is taken as it
+ * stands: the lease is clamped to the gateway's own maximum (PIER_AUTH_CACHE_MAX_LEASE_MS),
+ * and it runs from the moment the tick arrived by this clock, or from the tick's read
+ * instant if that is earlier (a tick that waited in a reconnecting client's buffer must not
+ * be younger than it is). A tick dated in the future therefore buys nothing.
+ */
+export function tickLeaseEnd(tick: Pick<EpochTick, 'at' | 'lease'>, receivedAt: number, maxLeaseMs: number): number {
+  return Math.min(tick.at, receivedAt) + Math.min(Math.max(tick.lease, 0), maxLeaseMs);
+}
 
 /**
  * The gateway's cache of Authenticate answers, with no grace for revocation, downgrade,
@@ -71,12 +85,14 @@ export class AnswerCache implements Authenticates {
 
   constructor(
     private readonly auth: AuthClient,
-    natsUrl: string,
+    nats: NatsServer,
     private readonly log: Logger,
     private readonly counted?: (result: CacheResult) => void,
+    /** The longest lease any tick is granted (PIER_AUTH_CACHE_MAX_LEASE_MS). */
+    private readonly maxLeaseMs = AUTH_CACHE_LEASE_MS,
   ) {
     this.link = new NatsLink(
-      natsUrl,
+      nats,
       (nc) => this.connected(nc),
       (err) => log.warn({ err: String(err) }, 'auth answer cache: NATS unreachable; asking auth every time'),
     );
@@ -169,15 +185,17 @@ export class AnswerCache implements Authenticates {
   }
 
   private apply(tick: EpochTick, nc: NatsConnection, installation: string): void {
+    const receivedAt = Date.now();
     if (typeof tick?.epoch !== 'number' || typeof tick.at !== 'number' || typeof tick.lease !== 'number') return;
     if (tick.at < this.ticksFrom || tick.epoch < this.epoch) return;
+    const leaseEnd = tickLeaseEnd(tick, receivedAt, this.maxLeaseMs);
     if (tick.epoch > this.epoch) {
       // Every entry of the old epoch is void from here on (they are dropped lazily).
       this.epoch = tick.epoch;
-      this.leaseUntil = tick.at + tick.lease;
+      this.leaseUntil = leaseEnd;
       const ack: EpochAck = { holder: this.holder, epoch: tick.epoch };
       nc.publish(epochAckSubject(installation), json.encode(ack));
-    } else this.leaseUntil = Math.max(this.leaseUntil, tick.at + tick.lease);
+    } else this.leaseUntil = Math.max(this.leaseUntil, leaseEnd);
   }
 
   /**

@@ -1,4 +1,4 @@
-import { clientConstructor, fromGrpcError, grpc, PierError, type GrpcCallObserver } from '@pier/kit';
+import { clientConstructor, fromGrpcError, grpc, PierError, ServiceTokenSigner, type GrpcCallObserver } from '@pier/kit';
 
 export interface Authenticated {
   user_id: string;
@@ -22,6 +22,8 @@ export const AUTH_TIMEOUT_MS = 750;
 export const AUTH_RECONNECT_MAX_MS = 1000;
 
 export interface AuthClientOptions {
+  /** The gateway's own Ed25519 private JWK (PIER_GATEWAY_SERVICE_PRIVATE_KEY): auth admits only calls signed with it. */
+  serviceKey: string;
   /** How long one Authenticate may take before the gateway answers 503 (PIER_AUTH_TIMEOUT_MS). */
   timeoutMs: number;
   /** The longest wait between two attempts to reconnect to auth (PIER_AUTH_RECONNECT_MAX_MS). */
@@ -44,8 +46,8 @@ export class AuthClient {
 
   private readonly observe: GrpcCallObserver | undefined;
 
-  /** Never added to, and grpc-js clones a call's metadata when it starts: one empty instance serves every call. */
-  private readonly metadata = new grpc.Metadata();
+  /** The gateway's service token, one Metadata instance until it is renewed (kit's service-caller.ts). */
+  private readonly signer: ServiceTokenSigner;
 
   /**
    * Calls never wait for the channel to become ready (the metadata's `waitForReady` is
@@ -54,8 +56,9 @@ export class AuthClient {
    * The reconnect backoff is capped at `reconnectMaxMs` (grpc-js: 1 s growing to 120 s),
    * so the gateway notices auth's return on its own within about that long.
    */
-  constructor(target: string, options: AuthClientOptions = { timeoutMs: AUTH_TIMEOUT_MS, reconnectMaxMs: AUTH_RECONNECT_MAX_MS }) {
+  constructor(target: string, options: AuthClientOptions) {
     this.timeoutMs = options.timeoutMs;
+    this.signer = new ServiceTokenSigner(options.serviceKey, 'gateway');
     const Ctor = clientConstructor('auth.proto', 'auth.v1', 'Auth');
     this.client = new Ctor(target, grpc.credentials.createInsecure(), {
       // At the server's default minimum ping interval, so auth never answers too_many_pings.
@@ -78,10 +81,11 @@ export class AuthClient {
    * Asks auth who the token is in this workspace/VPC. Rejects with the domain error auth
    * sent (401 invalid key, 403, 404 ...), or 503 when auth cannot be reached.
    */
-  authenticate(token: string, workspaceId: string, vpcId: string): Promise<Authenticated> {
+  async authenticate(token: string, workspaceId: string, vpcId: string): Promise<Authenticated> {
+    const metadata = await this.signer.metadata();
     return new Promise((resolve, reject) => {
       const start = this.observe ? performance.now() : 0;
-      this.client.Authenticate({ token, workspace_id: workspaceId, vpc_id: vpcId }, this.metadata, { deadline: Date.now() + this.timeoutMs }, (err, res) => {
+      this.client.Authenticate({ token, workspace_id: workspaceId, vpc_id: vpcId }, metadata, { deadline: Date.now() + this.timeoutMs }, (err, res) => {
         this.observe?.(AUTHENTICATE, err ? (grpc.status[err.code] ?? 'UNKNOWN') : 'OK', (performance.now() - start) / 1000);
         if (!err) return resolve(res);
         const known = fromGrpcError(err);
@@ -93,10 +97,20 @@ export class AuthClient {
     });
   }
 
+  /** Signs the first service token now: a key that cannot sign stops the gateway at start, not at its first request. */
+  async prepare(): Promise<void> {
+    try {
+      await this.signer.metadata();
+    } catch (err) {
+      throw new Error(`PIER_GATEWAY_SERVICE_PRIVATE_KEY cannot sign (an Ed25519 private JWK, JSON, is needed): ${(err as Error).message}`, { cause: err });
+    }
+  }
+
   /** Tells auth of uses answered from the gateway's cache (last_used_at). */
-  recordUses(apiKeyIds: string[], sessionIds: string[]): Promise<void> {
+  async recordUses(apiKeyIds: string[], sessionIds: string[]): Promise<void> {
+    const metadata = await this.signer.metadata();
     return new Promise((resolve, reject) =>
-      this.client.RecordUses({ api_key_ids: apiKeyIds, session_ids: sessionIds }, this.metadata, { deadline: Date.now() + 5000 }, (err) =>
+      this.client.RecordUses({ api_key_ids: apiKeyIds, session_ids: sessionIds }, metadata, { deadline: Date.now() + 5000 }, (err) =>
         err ? reject(fromGrpcError(err)) : resolve(),
       ),
     );

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { loadConfig, logLevel, millis, port } from '@pier/kit';
+import { AUTH_CACHE_LEASE_MS, loadConfig, logLevel, millis, port } from '@pier/kit';
 import { AUTH_RECONNECT_MAX_MS, AUTH_TIMEOUT_MS } from './auth-client.ts';
 
 const url = (name: string) => z.string().url({ message: `${name} must be an http:// URL` });
@@ -23,9 +23,19 @@ export const gatewayEnv = z.object({
   PIER_LOG_LEVEL: logLevel,
   PIER_AUTH_GRPC_URL: z.string().regex(/^[^\s/]+:\d+$/, "PIER_AUTH_GRPC_URL must be host:port of auth's gRPC server"),
   PIER_AUTH_URL: url('PIER_AUTH_URL'),
+  // The gateway's own Ed25519 private key: it signs its calls to auth's gRPC with it, and
+  // auth admits no other caller to Authenticate (auth's PIER_GATEWAY_SERVICE_PUBLIC_KEY).
+  PIER_GATEWAY_SERVICE_PRIVATE_KEY: z
+    .string({ message: 'PIER_GATEWAY_SERVICE_PRIVATE_KEY is required (the gateway signs its calls to auth with it)' })
+    .min(1, 'PIER_GATEWAY_SERVICE_PRIVATE_KEY is required (the gateway signs its calls to auth with it)'),
   // The cache of auth's answers (answer-cache.ts) follows auth's epoch over NATS; without
   // a NATS URL, or with PIER_AUTH_CACHE=off, auth is asked on every request.
   PIER_NATS_URL: z.preprocess((v) => (v === '' ? undefined : v), z.string().optional()),
+  PIER_NATS_USER: z.preprocess((v) => (v === '' ? undefined : v), z.string().optional()),
+  PIER_NATS_PASSWORD: z.string().optional(),
+  // The longest lease the gateway takes from an epoch tick, whatever the tick says: a tick
+  // forged by anything that may publish on NATS cannot keep answers alive longer than this.
+  PIER_AUTH_CACHE_MAX_LEASE_MS: millis('PIER_AUTH_CACHE_MAX_LEASE_MS', 100, 10_000, AUTH_CACHE_LEASE_MS),
   PIER_AUTH_CACHE: z.enum(['on', 'off'], { message: 'PIER_AUTH_CACHE must be on or off' }).default('on'),
   PIER_COMPUTE_URL: optionalUrl('PIER_COMPUTE_URL'),
   PIER_DATABASES_URL: optionalUrl('PIER_DATABASES_URL'),

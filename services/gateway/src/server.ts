@@ -47,14 +47,22 @@ export async function start(config: GatewayConfig, options: GatewayOptions = {})
     if (config.PIER_SECRETS_URL) upstreams.set('secrets', config.PIER_SECRETS_URL);
     const metrics = createGatewayMetrics();
     const auth = new AuthClient(config.PIER_AUTH_GRPC_URL, {
+      serviceKey: config.PIER_GATEWAY_SERVICE_PRIVATE_KEY,
       timeoutMs: config.PIER_AUTH_TIMEOUT_MS,
       reconnectMaxMs: config.PIER_AUTH_RECONNECT_MAX_MS,
       observe: metrics.grpcClient,
     });
     life.onStop('auth client', () => auth.close());
+    await auth.prepare();
     let answers: Authenticates = auth;
     if (config.PIER_AUTH_CACHE === 'on' && config.PIER_NATS_URL) {
-      const cache = new AnswerCache(auth, config.PIER_NATS_URL, logger, metrics.authCache);
+      const cache = new AnswerCache(
+        auth,
+        { url: config.PIER_NATS_URL, user: config.PIER_NATS_USER, password: config.PIER_NATS_PASSWORD },
+        logger,
+        metrics.authCache,
+        config.PIER_AUTH_CACHE_MAX_LEASE_MS,
+      );
       cache.start();
       metrics.followCacheLease(() => cache.secondsLeft());
       life.onStop('auth answer cache', () => cache.stop());

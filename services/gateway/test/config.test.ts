@@ -2,8 +2,9 @@
 // with a message naming the variable.
 import { describe, expect, it } from 'vitest';
 import { readConfig } from '../src/config.ts';
+import { start } from '../src/server.ts';
 
-const base = { PIER_AUTH_GRPC_URL: '127.0.0.1:7002', PIER_AUTH_URL: 'http://127.0.0.1:7001' };
+const base = { PIER_AUTH_GRPC_URL: '127.0.0.1:7002', PIER_AUTH_URL: 'http://127.0.0.1:7001', PIER_GATEWAY_SERVICE_PRIVATE_KEY: '{}' };
 
 describe('fault settings', () => {
   it('default to 750 ms for auth, a 1 s reconnect cap and 30 s for services', () => {
@@ -35,5 +36,31 @@ describe('the authentication cache', () => {
     expect(readConfig({ ...base, PIER_NATS_URL: '' }).PIER_NATS_URL).toBeUndefined();
     expect(readConfig({ ...base, PIER_NATS_URL: 'nats://127.0.0.1:4222', PIER_AUTH_CACHE: 'off' })).toMatchObject({ PIER_AUTH_CACHE: 'off' });
     expect(() => readConfig({ ...base, PIER_AUTH_CACHE: 'yes' })).toThrow(/PIER_AUTH_CACHE must be on or off/);
+  });
+});
+
+describe('the caller credential and the lease limit', () => {
+  it("needs the gateway's own key: auth admits no call without it", () => {
+    const { PIER_GATEWAY_SERVICE_PRIVATE_KEY: _, ...withoutKey } = base;
+    expect(() => readConfig(withoutKey)).toThrow(/PIER_GATEWAY_SERVICE_PRIVATE_KEY is required/);
+  });
+
+  it('stops at start, naming it, when that key cannot sign', async () => {
+    const config = readConfig({
+      ...base,
+      PIER_GATEWAY_PORT: '0',
+      PIER_GATEWAY_METRICS_PORT: '0',
+      PIER_LOG_LEVEL: 'silent',
+      PIER_GATEWAY_SERVICE_PRIVATE_KEY: 'not json',
+    });
+    await expect(start(config)).rejects.toThrow(/PIER_GATEWAY_SERVICE_PRIVATE_KEY cannot sign/);
+  });
+
+  it('caps any epoch tick at 500 ms unless told otherwise, within 100-10000 ms', () => {
+    expect(readConfig(base).PIER_AUTH_CACHE_MAX_LEASE_MS).toBe(500);
+    expect(readConfig({ ...base, PIER_AUTH_CACHE_MAX_LEASE_MS: '2000' }).PIER_AUTH_CACHE_MAX_LEASE_MS).toBe(2000);
+    expect(() => readConfig({ ...base, PIER_AUTH_CACHE_MAX_LEASE_MS: '3600000' })).toThrow(
+      /PIER_AUTH_CACHE_MAX_LEASE_MS must be a whole number of milliseconds/,
+    );
   });
 });

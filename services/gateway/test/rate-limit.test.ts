@@ -112,7 +112,7 @@ describe('bucket keys', () => {
 });
 
 describe('rate limit configuration', () => {
-  const base = { PIER_AUTH_GRPC_URL: '127.0.0.1:7102', PIER_AUTH_URL: 'http://127.0.0.1:7101' };
+  const base = { PIER_AUTH_GRPC_URL: '127.0.0.1:7102', PIER_AUTH_URL: 'http://127.0.0.1:7101', PIER_GATEWAY_SERVICE_PRIVATE_KEY: '{}' };
 
   it('defaults: 5000/h burst 100 per token, 1000/h burst 60 per address, no trusted proxy', () => {
     expect(readConfig(base)).toMatchObject({

@@ -5,10 +5,20 @@
   valueFrom: {secretKeyRef: {name: {{ include "pier.secretName" .root }}, key: {{ .part }}-database-password}}
 - name: PIER_DATABASE_URL
   value: "postgres://pier_{{ .part }}:$(PIER_DB_PASSWORD)@{{ include "pier.dbHostPort" .root }}{{ include "pier.dbPathQuery" .root }}"
-- name: PIER_NATS_URL
-  value: {{ include "pier.natsUrl" .root | quote }}
+{{ include "pier.env.nats" . }}
 - name: PIER_IDENTITY_PUBLIC_KEY
   valueFrom: {secretKeyRef: {name: {{ include "pier.secretName" .root }}, key: identity-public-key}}
+{{- end -}}
+
+{{/* NATS: the URL, and with the chart's own server the part's user and password. */}}
+{{- define "pier.env.nats" -}}
+- name: PIER_NATS_URL
+  value: {{ include "pier.natsUrl" .root | quote }}
+{{- if .root.Values.nats.enabled }}
+- {name: PIER_NATS_USER, value: {{ .part | quote }}}
+- name: PIER_NATS_PASSWORD
+  valueFrom: {secretKeyRef: {name: {{ include "pier.secretName" .root }}, key: {{ .part }}-nats-password}}
+{{- end }}
 {{- end -}}
 
 {{- define "pier.url" -}}
@@ -19,6 +29,8 @@ http://{{ include "pier.host" (dict "root" .root "part" .part) }}:{{ .port }}
 {{ include "pier.env.db" . }}
 - name: PIER_IDENTITY_PRIVATE_KEY
   valueFrom: {secretKeyRef: {name: {{ include "pier.secretName" .root }}, key: identity-private-key}}
+- name: PIER_GATEWAY_SERVICE_PUBLIC_KEY
+  valueFrom: {secretKeyRef: {name: {{ include "pier.secretName" .root }}, key: gateway-public-key}}
 - {name: PIER_AUTH_HTTP_PORT, value: "7101"}
 - {name: PIER_AUTH_GRPC_PORT, value: "7111"}
 - name: PIER_PUBLIC_URL
@@ -64,8 +76,9 @@ http://{{ include "pier.host" (dict "root" .root "part" .part) }}:{{ .port }}
 - {name: PIER_COMPUTE_URL, value: {{ include "pier.url" (dict "root" .root "part" "compute" "port" 7102) | quote }}}
 - {name: PIER_DATABASES_URL, value: {{ include "pier.url" (dict "root" .root "part" "databases" "port" 7103) | quote }}}
 - {name: PIER_SECRETS_URL, value: {{ include "pier.url" (dict "root" .root "part" "secrets" "port" 7104) | quote }}}
-- name: PIER_NATS_URL
-  value: {{ include "pier.natsUrl" .root | quote }}
+- name: PIER_GATEWAY_SERVICE_PRIVATE_KEY
+  valueFrom: {secretKeyRef: {name: {{ include "pier.secretName" .root }}, key: gateway-private-key}}
+{{ include "pier.env.nats" . }}
 {{- with .root.Values.gateway.rateLimit }}
 {{- if .tokenPerHour }}
 - {name: PIER_RATE_LIMIT_TOKEN_PER_HOUR, value: {{ .tokenPerHour | quote }}}

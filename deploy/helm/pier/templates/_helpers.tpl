@@ -59,6 +59,11 @@ $({{ printf "%s-%s" (include "pier.fullname" .root) .part | upper | replace "-" 
 {{- end -}}
 {{- end -}}
 
+{{/* Strings as a comma-separated list of quoted strings (NATS's configuration reads them; toJson would write > as \u003e). */}}
+{{- define "pier.quotedList" -}}
+{{- range $i, $s := . }}{{ if $i }}, {{ end }}{{ $s | quote }}{{ end -}}
+{{- end -}}
+
 {{- define "pier.natsUrl" -}}
 {{- if .Values.nats.enabled -}}
 nats://{{ include "pier.host" (dict "root" . "part" "nats") }}:4222

@@ -6,7 +6,7 @@ type Key = Parameters<typeof signIdentity>[0];
 const MAX_ENTRIES = 50_000;
 
 /**
- * Signs identity tokens, reusing a token for the same (user, workspace, VPC, role) for
+ * Signs identity tokens, reusing a token for the same (user, workspace, VPC, role, API key) for
  * half its lifetime so that EdDSA signing is not on every request. Only the token is
  * reused: who the caller is and what role they hold is decided afresh on every request
  * before we get here, and a change of role changes the key, so a stale role is never
@@ -22,7 +22,15 @@ export class CachingIdentityMinter implements IdentityMinter {
   ) {}
 
   async mint(identity: Identity): Promise<{ token: string; expiresIn: number }> {
-    const cacheKey = [identity.kind, identity.subject, identity.workspaceId ?? '', identity.vpcId ?? '', identity.role ?? '', identity.email ?? ''].join('\n');
+    const cacheKey = [
+      identity.kind,
+      identity.subject,
+      identity.workspaceId ?? '',
+      identity.vpcId ?? '',
+      identity.role ?? '',
+      identity.email ?? '',
+      identity.apiKeyId ?? '',
+    ].join('\n');
     const now = this.now();
     const hit = this.cache.get(cacheKey);
     if (hit && hit.freshUntilMs > now) return { token: hit.token, expiresIn: Math.floor((hit.expMs - now) / 1000) };

@@ -39,8 +39,15 @@ export class OidcVerifier implements JwtVerifier {
     if (typeof email !== 'string' || !/^[^@\s]+@[^@\s]+$/.test(email)) {
       throw new AuthenticationError('token carries no email claim', 'invalid_token');
     }
-    // A provider that says the address is unverified is not vouching for who this is.
-    if (payload.email_verified === false) throw new AuthenticationError('token e-mail address is not verified', 'invalid_token');
+    // Users are found by e-mail, so the address is who this is: only one the provider says
+    // it verified (the boolean true, nothing looser) may sign in, or anyone who can put an
+    // address in their profile at the provider would sign in as its owner here.
+    if (payload.email_verified !== true) {
+      throw new AuthenticationError(
+        'the identity provider has not verified the e-mail address of this token (email_verified must be true)',
+        'email_not_verified',
+      );
+    }
     return { email: email.toLowerCase() };
   }
 }

@@ -10,6 +10,7 @@ import {
   type EpochTick,
   type Knex,
   type Logger,
+  type NatsServer,
 } from '@pier/kit';
 import { JSONCodec, type KV, type NatsConnection } from 'nats';
 import type { AnswerCaches } from '../domain/answer-caches.ts';
@@ -32,14 +33,14 @@ export class EpochBroadcaster implements AnswerCaches {
   constructor(
     private readonly db: Knex,
     private readonly installation: string,
-    natsUrl: string,
+    nats: NatsServer,
     private readonly leaseMs: number,
     /** Added to the wait, so a holder whose clock runs behind ours is covered too. */
     private readonly clockSkewMs: number,
     private readonly log: Logger,
   ) {
     this.link = new NatsLink(
-      natsUrl,
+      nats,
       (nc) => this.connected(nc),
       (err) => log.warn({ err: String(err) }, 'auth epoch: NATS unreachable; retrying'),
     );

@@ -58,13 +58,18 @@ export class ApiKeys {
     });
   }
 
-  /** Revokes a live key for good; an unknown or already revoked key is 404. */
+  /**
+   * Revokes a live key for good, and with it every CLI session minted with it, in one
+   * transaction under one raise of the auth epoch: no gateway answers for either once this
+   * returns. An unknown or already revoked key is 404.
+   */
   revoke(actorId: string, workspaceId: string, keyId: string): Promise<void> {
     const ws = requireId(workspaceId, 'workspace', 'workspace_not_found');
     const id = requireId(keyId, 'API key', 'api_key_not_found');
     return changingAnswers(this.store, this.caches, async (tx) => {
       const row = await tx.apiKeys.revoke(ws, id);
       if (!row) throw apiKeyNotFound();
+      await tx.sessions.revokeForKey(row.id);
       await tx.event(apiKeyRevoked(ws, row.id, row.name, actorId));
     });
   }

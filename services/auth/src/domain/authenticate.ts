@@ -99,6 +99,8 @@ export class Authenticator {
       workspaceId: scope.workspaceId ?? undefined,
       vpcId: scope.vpcId ?? undefined,
       role,
+      // Carried so that a CLI session this request mints is bound to the same key.
+      apiKeyId: found.api_key_id ?? undefined,
     };
     const minted = await this.deps.minter.mint(identity);
     const now = Date.now();

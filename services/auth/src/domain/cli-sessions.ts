@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { AuthStore } from './store-port.ts';
+import type { AuthStore, NewSessionRow } from './store-port.ts';
 import { changingAnswers, type AnswerCaches } from './answer-caches.ts';
+import { INVALID_API_KEY } from './authenticate.ts';
 import type { SessionRow } from './records.ts';
-import { mapPage, type Page, type PageRequest } from '@pier/kit';
+import { AuthenticationError, mapPage, type Page, type PageRequest } from '@pier/kit';
 import { requireId, sessionNotFound } from './ids.ts';
 import { DEFAULT_SESSION_DAYS, expiryAfterDays } from './limits.ts';
 import { generateSessionToken } from './tokens.ts';
@@ -16,19 +17,36 @@ export class CliSessions {
     private readonly now: () => Date = () => new Date(),
   ) {}
 
-  async create(userId: string, input: { name?: string; expiresInDays?: number }): Promise<SessionRow & { token: string }> {
+  /**
+   * Mints a session for `userId`. A caller acting with an API key (`apiKeyId`: the key, or
+   * the key its own session was minted with) gets a session bound to that key, so revoking
+   * the key is still a kill switch: it is revoked in the key's revoke, expires no later
+   * than the key, and is judged with the key on every request (store/credentials.ts).
+   */
+  async create(userId: string, input: { name?: string; expiresInDays?: number; apiKeyId?: string }): Promise<SessionRow & { token: string }> {
     const { token, tokenHash } = generateSessionToken();
     // One clock for both instants, so a session lasts exactly the days asked for.
     const now = this.now();
-    const row = await this.store.sessions.insert({
+    const row: NewSessionRow = {
       id: randomUUID(),
       user_id: userId,
       name: input.name ?? null,
       token_hash: tokenHash,
       expires_at: expiryAfterDays(input.expiresInDays ?? DEFAULT_SESSION_DAYS, now)!,
       created_at: now,
+      api_key_id: null,
+    };
+    const keyId = input.apiKeyId;
+    if (keyId === undefined) return { ...(await this.store.sessions.insert(row)), token };
+    return this.store.transaction(async (tx) => {
+      // Held until the insert commits: a revoke of the key racing this one either commits
+      // first (the key is not live: 401) or waits, then revokes this session with the key.
+      const key = await tx.apiKeys.holdLive(keyId, userId);
+      // The identity token was signed moments ago, but the key may have been revoked since.
+      if (!key) throw new AuthenticationError(INVALID_API_KEY, 'invalid_api_key');
+      const expiresAt = key.expires_at && key.expires_at < row.expires_at ? key.expires_at : row.expires_at;
+      return { ...(await tx.sessions.insert({ ...row, expires_at: expiresAt, api_key_id: key.id })), token };
     });
-    return { ...row, token };
   }
 
   async list(userId: string, page: PageRequest): Promise<Page<SessionRow>> {

@@ -52,6 +52,8 @@ export interface SessionRow {
   id: string;
   user_id: string;
   name: string | null;
+  /** The API key the session was minted with, which it lives and dies with; null: none. */
+  api_key_id: string | null;
   expires_at: Date;
   created_at: Date;
   last_used_at: Date | null;
@@ -74,11 +76,13 @@ export interface BootstrapRow {
  */
 export interface Resolved {
   credential_id: string | null;
+  /** The API key the credential is, or the key the CLI session was minted with; else null. */
+  api_key_id: string | null;
   user_id: string;
   email: string;
   role: Role | null;
   vpc_found: boolean;
-  /** When the key or session expires (null: never, or not a key or session). */
+  /** When the key or session expires, a session at the latest with its key (null: never, or not a key or session). */
   expires_at: Date | null;
   /** The auth epoch of the snapshot this was read from. */
   epoch: number;

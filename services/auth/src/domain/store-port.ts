@@ -47,9 +47,31 @@ export interface VpcRecords {
   delete(workspaceId: string, vpcId: string): Promise<VpcRow | undefined>;
 }
 
+/** What a CLI session minted with an API key needs to know of the key. */
+export interface LiveKey {
+  id: string;
+  expires_at: Date | null;
+}
+
+export interface NewSessionRow {
+  id: string;
+  user_id: string;
+  name: string | null;
+  token_hash: string;
+  expires_at: Date;
+  created_at: Date;
+  api_key_id: string | null;
+}
+
 export interface ApiKeyRecords {
   /** A name taken in the workspace is a ConflictError. */
   insert(row: NewApiKeyRow): Promise<ApiKeyRow>;
+  /**
+   * The user's key `keyId` if it is live (not revoked, not expired), share-locked until the
+   * transaction ends, so that a revoke of it waits for this transaction and then sees
+   * what it wrote; undefined when not live.
+   */
+  holdLive(keyId: string, userId: string): Promise<LiveKey | undefined>;
   /** Live (not revoked) keys of a workspace, expired ones included. */
   list(workspaceId: string, page: PageRequest): Promise<Page<ApiKeyRow>>;
   /** Marks a live key revoked; undefined when there is no live key with this id here. */
@@ -57,9 +79,11 @@ export interface ApiKeyRecords {
 }
 
 export interface SessionRecords {
-  insert(row: { id: string; user_id: string; name: string | null; token_hash: string; expires_at: Date; created_at: Date }): Promise<SessionRow>;
+  insert(row: NewSessionRow): Promise<SessionRow>;
   list(userId: string, page: PageRequest): Promise<Page<SessionRow>>;
   revoke(userId: string, sessionId: string): Promise<SessionRow | undefined>;
+  /** Revokes every live session minted with the key; how many. */
+  revokeForKey(keyId: string): Promise<number>;
 }
 
 export interface AuthStore {

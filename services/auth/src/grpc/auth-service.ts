@@ -1,9 +1,15 @@
-import { isUuid, PierError, pgErrorOf, serviceDefinition, unary, type Logger } from '@pier/kit';
+import { isUuid, PierError, pgErrorOf, serviceDefinition, unary, type grpc, type Logger, type ServiceCallerCheck } from '@pier/kit';
 import type { AuthenticateRequest, AuthenticateResponse, Authenticator, UseRecorder } from '../domain/authenticate.ts';
 import type { VpcLookup } from '../domain/vpcs.ts';
 
-/** The `auth.v1.Auth` gRPC service (proto/auth.proto). */
-export function authGrpcService(authenticator: Authenticator, vpcs: VpcLookup, uses: UseRecorder, log: Logger) {
+/**
+ * The `auth.v1.Auth` gRPC service (proto/auth.proto). Authenticate and RecordUses are the
+ * gateway's: they need its service token (`gateway`, kit's service-caller.ts), or anything
+ * that reaches the port could try tokens without the gateway's rate limits, or mark keys
+ * used. FindVpc is asked on a user's behalf and carries that user's identity token, which
+ * is its credential.
+ */
+export function authGrpcService(authenticator: Authenticator, vpcs: VpcLookup, uses: UseRecorder, gateway: ServiceCallerCheck, log: Logger) {
   const guarded =
     <Req, Res>(what: string, fn: (req: Req) => Promise<Res>) =>
     async (req: Req): Promise<Res> => {
@@ -20,14 +26,18 @@ export function authGrpcService(authenticator: Authenticator, vpcs: VpcLookup, u
   return {
     definition: serviceDefinition('auth.proto', 'auth.v1', 'Auth'),
     implementation: {
-      Authenticate: unary(guarded<AuthenticateRequest, AuthenticateResponse>('Authenticate', (req) => authenticator.authenticate(req))),
+      Authenticate: unary(async (req: AuthenticateRequest, metadata: grpc.Metadata) => {
+        await gateway.admit(metadata);
+        return guarded<AuthenticateRequest, AuthenticateResponse>('Authenticate', (r) => authenticator.authenticate(r))(req);
+      }),
       FindVpc: unary(
         guarded<{ identity_token: string; vpc_id: string }, { found: boolean }>('FindVpc', async (req) => ({
           found: await vpcs.find(req.identity_token, req.vpc_id),
         })),
       ),
       // Uses a gateway answered from its cache; ids that are not UUIDs are not ours and are dropped.
-      RecordUses: unary(async (req: { api_key_ids?: string[]; session_ids?: string[] }) => {
+      RecordUses: unary(async (req: { api_key_ids?: string[]; session_ids?: string[] }, metadata: grpc.Metadata) => {
+        await gateway.admit(metadata);
         for (const id of req.api_key_ids ?? []) if (isUuid(id)) uses.touch('api_keys', id);
         for (const id of req.session_ids ?? []) if (isUuid(id)) uses.touch('cli_sessions', id);
         return {};

@@ -9,6 +9,10 @@ import { pageQuery } from '@pier/kit';
 const sessionRecord = z.object({
   id: z.string(),
   name: z.string().nullable(),
+  api_key_id: z
+    .string()
+    .nullable()
+    .describe('the API key the session was started with: revoking the key revokes the session, and it expires no later than the key; null for none'),
   expires_at: timestamp,
   created_at: timestamp,
   last_used_at: timestamp.nullable(),
@@ -17,6 +21,7 @@ const sessionRecord = z.object({
 const sessionJson = (s: SessionRow) => ({
   id: s.id,
   name: s.name,
+  api_key_id: s.api_key_id,
   expires_at: s.expires_at.toISOString(),
   created_at: s.created_at.toISOString(),
   last_used_at: iso(s.last_used_at),
@@ -31,7 +36,7 @@ export function cliSessionRoutes(sessions: CliSessions): Route[] {
     defineRoute({
       method: 'post',
       path: base,
-      summary: `Start a CLI session for the caller; the response carries the token, once (expires after expires_in_days, default ${DEFAULT_SESSION_DAYS})`,
+      summary: `Start a CLI session for the caller; the response carries the token, once (expires after expires_in_days, default ${DEFAULT_SESSION_DAYS}; a caller using an API key gets a session bound to that key, expiring no later than it)`,
       tag: 'cli-sessions',
       access: 'User',
       body: createBody,
@@ -43,7 +48,7 @@ export function cliSessionRoutes(sessions: CliSessions): Route[] {
         ...errorResponses(400),
       },
       handler: async ({ identity, body }) => {
-        const created = await sessions.create(identity.subject, { name: body.name, expiresInDays: body.expires_in_days });
+        const created = await sessions.create(identity.subject, { name: body.name, expiresInDays: body.expires_in_days, apiKeyId: identity.apiKeyId });
         return { status: 201, body: { ...sessionJson(created), token: created.token } };
       },
       shownOnce: ['token'],

@@ -1,6 +1,6 @@
 import { translatePgError, type Knex, keysetPage, type Page, type PageRequest } from '@pier/kit';
 import type { ApiKeyRow } from '../domain/records.ts';
-import type { ApiKeyRecords, NewApiKeyRow } from '../domain/store-port.ts';
+import type { ApiKeyRecords, LiveKey, NewApiKeyRow } from '../domain/store-port.ts';
 
 // Everything but the hash: nothing above the store ever sees it again.
 const columns = ['id', 'workspace_id', 'user_id', 'name', 'key_prefix', 'scopes', 'expires_at', 'created_at', 'last_used_at', 'revoked_at'];
@@ -17,6 +17,15 @@ export class ApiKeyStore implements ApiKeyRecords {
     } catch (err) {
       translatePgError(err, { unique: `an API key named "${row.name}" already exists in this workspace` });
     }
+  }
+
+  async holdLive(keyId: string, userId: string): Promise<LiveKey | undefined> {
+    return this.db('api_keys')
+      .where({ id: keyId, user_id: userId })
+      .whereNull('revoked_at')
+      .where((q) => q.whereNull('expires_at').orWhere('expires_at', '>', this.db.fn.now()))
+      .forShare()
+      .first<LiveKey | undefined>('id', 'expires_at');
   }
 
   /** Live (not revoked) keys of a workspace, expired ones included. */

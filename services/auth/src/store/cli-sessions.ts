@@ -1,13 +1,13 @@
-import type { SessionRecords } from '../domain/store-port.ts';
+import type { NewSessionRow, SessionRecords } from '../domain/store-port.ts';
 import { type Knex, keysetPage, type Page, type PageRequest } from '@pier/kit';
 import type { SessionRow } from '../domain/records.ts';
 
-const columns = ['id', 'user_id', 'name', 'expires_at', 'created_at', 'last_used_at', 'revoked_at'];
+const columns = ['id', 'user_id', 'name', 'api_key_id', 'expires_at', 'created_at', 'last_used_at', 'revoked_at'];
 
 export class CliSessionStore implements SessionRecords {
   constructor(private readonly db: Knex | Knex.Transaction) {}
 
-  async insert(row: { id: string; user_id: string; name: string | null; token_hash: string; expires_at: Date; created_at: Date }): Promise<SessionRow> {
+  async insert(row: NewSessionRow): Promise<SessionRow> {
     const [created] = await this.db('cli_sessions').insert(row).returning<SessionRow[]>(columns);
     return created!;
   }
@@ -28,5 +28,9 @@ export class CliSessionStore implements SessionRecords {
       .update({ revoked_at: this.db.fn.now() })
       .returning<SessionRow[]>(columns);
     return row;
+  }
+
+  async revokeForKey(keyId: string): Promise<number> {
+    return this.db('cli_sessions').where({ api_key_id: keyId }).whereNull('revoked_at').update({ revoked_at: this.db.fn.now() });
   }
 }

@@ -110,4 +110,22 @@ export const migrations: Migration[] = [
     },
     down: (db) => db.schema.dropTable('auth_epoch'),
   },
+  {
+    // A CLI session minted with an API key rides on it: revoked in the key's revoke, judged
+    // with the key on every request. Null for a session minted any other way (and for
+    // those minted before this migration: nothing recorded which key, if any, made them).
+    name: '0005_cli_session_api_key',
+    async up(db) {
+      await db.schema.alterTable('cli_sessions', (t) => {
+        t.uuid('api_key_id').references('id').inTable('api_keys').onDelete('CASCADE');
+      });
+      // The key's revoke finds its sessions by this.
+      await db.raw(`create index cli_sessions_api_key on cli_sessions (api_key_id) where api_key_id is not null`);
+    },
+    async down(db) {
+      await db.schema.alterTable('cli_sessions', (t) => {
+        t.dropColumn('api_key_id');
+      });
+    },
+  },
 ];
