@@ -49,12 +49,15 @@ describe('pier services domains', () => {
     expect(added.stdout).toContain(`Attached ${HOST} to web`);
     expect(added.stdout).toMatch(new RegExp(`TXT\\s+_pier-challenge\\.${HOST.replace(/\./g, '\\.')}\\s+pier-verify=`));
     expect(added.stdout).toMatch(new RegExp(`CNAME\\s+${HOST.replace(/\./g, '\\.')}\\s+web-[0-9a-f]{8}\\.apps\\.example\\.test`));
+    // Only a claim until verified: it says when it lapses.
+    expect(added.stdout).toMatch(/Verify before \d{4}-\d\d-\d\dT[\d:.]+Z, or the claim lapses/);
   });
 
   it('verify exits 1 and says what DNS lacks, then succeeds once the records exist', async () => {
     const failed = await cli.pier(['services', 'domains', 'verify', 'web', HOST]);
     expect(failed.code).toBe(1);
     expect(failed.stdout).toContain('expected "pier-verify=');
+    expect(failed.stdout).toMatch(/claim expires\s+\d{4}-/);
     const [d] = await cli.json(['services', 'domains', 'list', 'web']);
     const web = await cli.json(['services', 'show', 'web']);
     const serviceHost = new URL(web.url).hostname;

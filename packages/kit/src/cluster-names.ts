@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 // Names the cluster adapters give a VPC's resources. Every service derives them from the
 // VPC id alone, so compute, databases and secrets agree without asking each other.
 
@@ -9,6 +11,20 @@ export function vpcNamespace(vpcId: string): string {
 /** Docker network of a VPC. */
 export function vpcNetwork(vpcId: string): string {
   return `pier-vpc-${vpcId}`;
+}
+
+/**
+ * Start of the Linux bridge name of every VPC's Docker network. The host firewall keys its
+ * rules on it (iptables `-i pvpc+`), so a network is covered from the moment it exists.
+ */
+export const VPC_BRIDGE_PREFIX = 'pvpc';
+
+/** The bridge interface of a VPC's Docker network: the prefix and a hash of the id (15 characters, the kernel's limit). */
+export function vpcBridge(vpcId: string): string {
+  return `${VPC_BRIDGE_PREFIX}${createHash('sha256')
+    .update(vpcId)
+    .digest('hex')
+    .slice(0, 15 - VPC_BRIDGE_PREFIX.length)}`;
 }
 
 /**

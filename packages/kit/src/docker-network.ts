@@ -1,5 +1,5 @@
 import type Docker from 'dockerode';
-import { vpcNetwork } from './cluster-names.ts';
+import { vpcBridge, vpcNetwork } from './cluster-names.ts';
 
 // A VPC's Docker network is shared: compute's services and the databases both join
 // `vpcNetwork(vpcId)`, and either service may be the first to need it, at the same moment
@@ -28,7 +28,7 @@ const pending = new Map<string, Promise<unknown>>();
 export async function ensureVpcNetwork(docker: Docker, vpcId: string, labels: Record<string, string>): Promise<VpcNetworkFacts> {
   const name = vpcNetwork(vpcId);
   const previous = pending.get(name) ?? Promise.resolve();
-  const mine = previous.catch(() => undefined).then(() => ensure(docker, name, labels));
+  const mine = previous.catch(() => undefined).then(() => ensure(docker, vpcId, name, labels));
   pending.set(name, mine);
   try {
     return await mine;
@@ -37,14 +37,25 @@ export async function ensureVpcNetwork(docker: Docker, vpcId: string, labels: Re
   }
 }
 
-async function ensure(docker: Docker, name: string, labels: Record<string, string>): Promise<VpcNetworkFacts> {
+async function ensure(docker: Docker, vpcId: string, name: string, labels: Record<string, string>): Promise<VpcNetworkFacts> {
   let found = await withName(docker, name);
   if (found.length === 0) {
     try {
-      await docker.createNetwork({ Name: name, Driver: 'bridge', CheckDuplicate: true, Labels: labels });
+      await docker.createNetwork({
+        Name: name,
+        Driver: 'bridge',
+        CheckDuplicate: true,
+        // A bridge name of ours (not Docker's br-<id>): compute's host firewall covers every
+        // VPC by its prefix (VPC_BRIDGE_PREFIX), and a second network of the same VPC cannot
+        // take the same name, so concurrent creators can no longer make a duplicate.
+        Options: { 'com.docker.network.bridge.name': vpcBridge(vpcId) },
+        Labels: labels,
+      });
     } catch (err) {
-      // 409: another process made it between our list and our create.
-      if ((err as { statusCode?: number })?.statusCode !== 409) throw err;
+      // 409: another process made it between our list and our create; 403: its bridge name
+      // is taken, by that same network of another process.
+      const code = (err as { statusCode?: number })?.statusCode;
+      if (code !== 409 && code !== 403) throw err;
     }
     found = await withName(docker, name);
   }

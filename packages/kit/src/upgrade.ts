@@ -32,6 +32,11 @@ export interface UpgradeRoute<P = any, Q = any, S = any> {
   access: Requirement;
   params?: z.ZodType<P>;
   query?: z.ZodType<Q>;
+  /**
+   * The largest message the socket takes, in bytes (default 1 MiB); a bigger one closes it
+   * with 1009. ws would otherwise take 100 MiB, held in memory whole before it is handed over.
+   */
+  maxPayload?: number;
   /** The handshake's answers (101 and the refusals), for the OpenAPI document. */
   responses: Record<number, { description: string; schema?: z.ZodType }>;
   /** Before the handshake: what it throws is answered as JSON and nothing is upgraded. */
@@ -70,9 +75,16 @@ export interface UpgradeHandler {
   close(): void;
 }
 
+/** What an upgrade route's socket takes in one message unless the route says otherwise. */
+export const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
+
 export function upgradeHandler(opts: { routes: UpgradeRoute[]; verifier: IdentityVerifier; logger: Logger }): UpgradeHandler {
-  const wss = new WebSocketServer({ noServer: true });
-  const compiled = opts.routes.map((route) => ({ route, ...matcher(route.path) }));
+  // One server per route: the message size limit is the server's.
+  const compiled = opts.routes.map((route) => ({
+    route,
+    wss: new WebSocketServer({ noServer: true, maxPayload: route.maxPayload ?? DEFAULT_MAX_PAYLOAD }),
+    ...matcher(route.path),
+  }));
   const listener = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
     socket.on('error', () => undefined);
     const started = performance.now();
@@ -93,7 +105,7 @@ export function upgradeHandler(opts: { routes: UpgradeRoute[]; verifier: Identit
     };
     const found = compiled.map((c) => ({ ...c, m: c.test.exec(path) })).find((c) => c.m);
     if (!found) return refuse(new PierError('not_found', `no route for ${req.method} ${path}`, 'route_not_found'));
-    const { route, names, m } = found;
+    const { route, wss, names, m } = found;
     (async () => {
       const identity = await opts.verifier.verify(req.headers[IDENTITY_HEADER] as string | undefined);
       const rawParams = Object.fromEntries(names.map((n, i) => [n, decodeURIComponent(m![i + 1]!)]));
@@ -113,11 +125,13 @@ export function upgradeHandler(opts: { routes: UpgradeRoute[]; verifier: Identit
   return {
     listener,
     close() {
-      for (const ws of wss.clients) {
-        ws.close(1001, 'the service is stopping');
-        setTimeout(() => ws.terminate(), 1000).unref();
+      for (const { wss } of compiled) {
+        for (const ws of wss.clients) {
+          ws.close(1001, 'the service is stopping');
+          setTimeout(() => ws.terminate(), 1000).unref();
+        }
+        wss.close();
       }
-      wss.close();
     },
   };
 }

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import Docker from 'dockerode';
-import { vpcNetwork } from '../src/cluster-names.ts';
+import { VPC_BRIDGE_PREFIX, vpcBridge, vpcNetwork } from '../src/cluster-names.ts';
 import { ensureVpcNetwork } from '../src/docker-network.ts';
 
 const docker = new Docker();
@@ -29,6 +29,17 @@ describe('ensureVpcNetwork', () => {
     expect(new Set(results.map((r) => r.id))).toEqual(new Set([networks[0]!.Id]));
     expect(results[0]!.subnets.length).toBeGreaterThan(0);
     expect(results[0]!.gateways.length).toBeGreaterThan(0);
+  });
+
+  it('names the bridge interface after the VPC, under the prefix the host firewall covers', async () => {
+    const vpcId = randomUUID();
+    made.push(vpcNetwork(vpcId));
+    const { id } = await ensureVpcNetwork(docker, vpcId, LABELS);
+    const info = await docker.getNetwork(id).inspect();
+    expect(info.Options?.['com.docker.network.bridge.name']).toBe(vpcBridge(vpcId));
+    expect(vpcBridge(vpcId)).toMatch(new RegExp(`^${VPC_BRIDGE_PREFIX}[0-9a-f]{11}$`));
+    // The kernel's limit for an interface name (IFNAMSIZ less its NUL).
+    expect(vpcBridge(vpcId).length).toBe(15);
   });
 
   it('keeps the oldest when another process made a duplicate of the same name', async () => {

@@ -31,6 +31,8 @@ export interface paths {
                             items: {
                                 id: string;
                                 name: string | null;
+                                /** @description the API key the session was started with: revoking the key revokes the session, and it expires no later than the key; null for none */
+                                api_key_id: string | null;
                                 /** @description ISO 8601 UTC timestamp */
                                 expires_at: string;
                                 /** @description ISO 8601 UTC timestamp */
@@ -106,7 +108,7 @@ export interface paths {
             };
         };
         put?: never;
-        /** Start a CLI session for the caller; the response carries the token, once (expires after expires_in_days, default 30) */
+        /** Start a CLI session for the caller; the response carries the token, once (expires after expires_in_days, default 30; a caller using an API key gets a session bound to that key, expiring no later than it) */
         post: {
             parameters: {
                 query?: never;
@@ -135,6 +137,8 @@ export interface paths {
                         "application/json": {
                             id: string;
                             name: string | null;
+                            /** @description the API key the session was started with: revoking the key revokes the session, and it expires no later than the key; null for none */
+                            api_key_id: string | null;
                             /** @description ISO 8601 UTC timestamp */
                             expires_at: string;
                             /** @description ISO 8601 UTC timestamp */
@@ -8802,6 +8806,10 @@ export interface paths {
                                     /** @description Why the last issuance or renewal failed */
                                     error: string | null;
                                 };
+                                /** @description When DNS first proved the hostname yours: from then on this domain alone holds it. Null while it is a pending claim */
+                                verified_at: string | null;
+                                /** @description A claim not yet verified lapses then and is removed; until it is verified, other services may claim the hostname too, and the first to verify wins. Null once verified */
+                                claim_expires_at: string | null;
                                 /** @description When DNS was last checked (by verify) */
                                 last_checked_at: string | null;
                                 /** @description What DNS or the certificate authority answered, with what was expected and what was found */
@@ -8883,7 +8891,7 @@ export interface paths {
             };
         };
         put?: never;
-        /** Attach a custom domain: create the `verification` TXT record and the `routing` record shown, then call verify */
+        /** Claim a custom domain: create the `verification` TXT record and the `routing` record shown, then call verify before `claim_expires_at` */
         post: {
             parameters: {
                 query?: never;
@@ -8907,7 +8915,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The domain, `pending` */
+                /** @description The domain, `pending`: a claim other services may hold on the same hostname too, until one of them verifies */
                 201: {
                     headers: {
                         [name: string]: unknown;
@@ -8945,6 +8953,10 @@ export interface paths {
                                 /** @description Why the last issuance or renewal failed */
                                 error: string | null;
                             };
+                            /** @description When DNS first proved the hostname yours: from then on this domain alone holds it. Null while it is a pending claim */
+                            verified_at: string | null;
+                            /** @description A claim not yet verified lapses then and is removed; until it is verified, other services may claim the hostname too, and the first to verify wins. Null once verified */
+                            claim_expires_at: string | null;
                             /** @description When DNS was last checked (by verify) */
                             last_checked_at: string | null;
                             /** @description What DNS or the certificate authority answered, with what was expected and what was found */
@@ -8984,7 +8996,7 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description The hostname is attached to a service already, in any workspace (`hostname_taken`); the service holds the most domains allowed (`domain_limit`); the service is not a web service (`service_not_routed`) or is being deleted */
+                /** @description The hostname is verified for a service, in any workspace, or this service claims it already (`hostname_taken`); the service holds the most domains allowed (`domain_limit`); the service is not a web service (`service_not_routed`) or is being deleted */
                 409: {
                     headers: {
                         [name: string]: unknown;
@@ -9202,7 +9214,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Re-check DNS and issue TLS: when the TXT and routing records check out, the hostname routes to the service and a certificate is obtained over ACME; the answer is `active`, `verified` (certificate on its way) or `failed` with `error` */
+        /** Re-check DNS and issue TLS: when the TXT and routing records check out, the domain becomes the hostname's one holder (other services' pending claims on it are removed), the hostname routes to the service and a certificate is obtained over ACME; the answer is `active`, `verified` (certificate on its way) or `failed` with `error` */
         post: {
             parameters: {
                 query?: never;
@@ -9258,6 +9270,10 @@ export interface paths {
                                 /** @description Why the last issuance or renewal failed */
                                 error: string | null;
                             };
+                            /** @description When DNS first proved the hostname yours: from then on this domain alone holds it. Null while it is a pending claim */
+                            verified_at: string | null;
+                            /** @description A claim not yet verified lapses then and is removed; until it is verified, other services may claim the hostname too, and the first to verify wins. Null once verified */
+                            claim_expires_at: string | null;
                             /** @description When DNS was last checked (by verify) */
                             last_checked_at: string | null;
                             /** @description What DNS or the certificate authority answered, with what was expected and what was found */
@@ -9290,14 +9306,14 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Service or domain not found */
+                /** @description Service or domain not found; a claim that lapsed, or that another service won by verifying first, is gone (`domain_not_found`) */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content?: never;
                 };
-                /** @description The service is being deleted */
+                /** @description Another service verified the hostname first (`hostname_taken`); the service is being deleted */
                 409: {
                     headers: {
                         [name: string]: unknown;

@@ -54,9 +54,11 @@ export class FakeExec {
     };
     if (!pod) return refuse(404, `pods "${target.pod}" not found`);
     const container = url.searchParams.get('container') ?? pod.spec.containers[0].name;
-    if (!pod.spec.containers.some((c: { name: string }) => c.name === container))
+    // As the API server: any container of the pod, an init container included (while it runs).
+    if (![...(pod.spec.initContainers ?? []), ...pod.spec.containers].some((c: { name: string }) => c.name === container))
       return refuse(400, `container ${container} is not valid for pod ${target.pod}`);
-    if (pod.status?.phase !== 'Running') return refuse(400, `pod ${target.pod} is not running`);
+    const status = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])].find((c: { name: string }) => c.name === container);
+    if (pod.status?.phase !== 'Running' && !status?.state?.running) return refuse(400, `pod ${target.pod} is not running`);
     const command = url.searchParams.getAll('command');
     if (!command.length) return refuse(400, 'you must specify at least one command for the container');
     // As the real API server: an exec must take at least one stream.
@@ -99,11 +101,20 @@ export class FakeExec {
         send(STATUS, Buffer.from(JSON.stringify(status)));
         ws.close(1000);
       });
+      let waiting = false;
       ws.on('message', (data: Buffer) => {
         const channel = data[0];
         const rest = data.subarray(1);
-        if (channel === STDIN) child.stdin!.write(rest);
-        else if (channel === RESIZE) session.resizes.push(JSON.parse(rest.toString('utf8')));
+        if (channel === STDIN) {
+          if (child.stdin!.write(rest) || waiting) return;
+          // As a kubelet: input the process does not take is not read from the socket either.
+          waiting = true;
+          ws.pause();
+          child.stdin!.once('drain', () => {
+            waiting = false;
+            ws.resume();
+          });
+        } else if (channel === RESIZE) session.resizes.push(JSON.parse(rest.toString('utf8')));
         else if (channel === CLOSE && session.protocol === V5 && rest[0] === STDIN) {
           session.stdinClosed = true;
           child.stdin!.end();

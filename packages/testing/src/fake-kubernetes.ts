@@ -162,41 +162,70 @@ export class FakeKubernetes {
 
   /**
    * The Job controller, as far as tests need it: a Job created through the API gets one pod,
-   * Running (its image started) until the test ends it with finishJob.
+   * Running (its image started) until the test ends it with finishJob. A pod with init
+   * containers stays Pending with its first init container running, as the kubelet reports it.
    */
   private startJob(namespace: string, job: Obj): void {
     const pod = this.addPod(namespace, job.spec.template, { kind: 'Job', name: job.metadata.name });
-    const c = pod.spec.containers[0];
     const startedAt = new Date().toISOString();
-    pod.status = {
-      phase: 'Running',
-      startTime: startedAt,
-      conditions: [{ type: 'Ready', status: 'True' }],
-      containerStatuses: [{ name: c.name, image: c.image, imageID: '', ready: true, restartCount: 0, state: { running: { startedAt } } }],
-    };
+    const status = (c: Obj, state: Obj) => ({ name: c.name, image: c.image, imageID: '', ready: !!state.running, restartCount: 0, state });
+    const init = (pod.spec.initContainers ?? []) as Obj[];
+    pod.status = init.length
+      ? {
+          phase: 'Pending',
+          startTime: startedAt,
+          conditions: [
+            { type: 'Initialized', status: 'False' },
+            { type: 'Ready', status: 'False' },
+          ],
+          initContainerStatuses: init.map((c, i) => ({
+            ...status(c, i ? { waiting: { reason: 'PodInitializing' } } : { running: { startedAt } }),
+            ready: false,
+          })),
+          containerStatuses: (pod.spec.containers as Obj[]).map((c) => status(c, { waiting: { reason: 'PodInitializing' } })),
+        }
+      : {
+          phase: 'Running',
+          startTime: startedAt,
+          conditions: [{ type: 'Ready', status: 'True' }],
+          containerStatuses: [status(pod.spec.containers[0], { running: { startedAt } })],
+        };
     job.status = { active: 1, startTime: startedAt };
   }
 
-  /** Ends a Job's pod as its container would: the Job then reads Complete, or Failed with `reason`. */
-  finishJob(namespace: string, name: string, outcome: 'succeeded' | 'failed', reason = 'BackoffLimitExceeded'): void {
+  /**
+   * Ends a Job's pod as its containers would: the Job then reads Complete, or Failed with
+   * `reason`. Every container (init containers too) exits with 0 on success, 1 on failure,
+   * unless `terminated` says otherwise for it: its exit code and termination message.
+   */
+  finishJob(
+    namespace: string,
+    name: string,
+    outcome: 'succeeded' | 'failed',
+    reason = 'BackoffLimitExceeded',
+    terminated: Record<string, { exitCode?: number; reason?: string; message?: string }> = {},
+  ): void {
     const job = this.get('batch/v1', 'Job', namespace, name);
     if (!job) throw new Error(`no Job ${namespace}/${name}`);
     const now = new Date().toISOString();
     for (const pod of this.list('Pod', namespace).filter((p) => p.metadata.ownerReferences?.[0]?.name === name)) {
-      const c = pod.spec.containers[0];
-      const exitCode = outcome === 'succeeded' ? 0 : 1;
+      const status = (c: Obj) => {
+        const exitCode = terminated[c.name]?.exitCode ?? (outcome === 'succeeded' ? 0 : 1);
+        const message = terminated[c.name]?.message;
+        return {
+          name: c.name,
+          image: c.image,
+          imageID: '',
+          ready: false,
+          restartCount: 0,
+          state: { terminated: { exitCode, reason: terminated[c.name]?.reason ?? (exitCode ? 'Error' : 'Completed'), ...(message ? { message } : {}) } },
+        };
+      };
+      const init = (pod.spec.initContainers ?? []) as Obj[];
       pod.status = {
         phase: outcome === 'succeeded' ? 'Succeeded' : 'Failed',
-        containerStatuses: [
-          {
-            name: c.name,
-            image: c.image,
-            imageID: '',
-            ready: false,
-            restartCount: 0,
-            state: { terminated: { exitCode, reason: exitCode ? 'Error' : 'Completed' } },
-          },
-        ],
+        ...(init.length ? { initContainerStatuses: init.map(status) } : {}),
+        containerStatuses: (pod.spec.containers as Obj[]).map(status),
       };
     }
     job.status =

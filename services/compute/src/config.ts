@@ -84,6 +84,15 @@ export const computeEnv = serviceEnv
     PIER_BUILD_WORK_DIR: z.string().min(1).default(path.join(tmpdir(), 'pier-builds')),
     /** How often the build queue is looked at (it is also looked at when a build is queued). */
     PIER_BUILD_INTERVAL_MS: z.coerce.number().int().min(100).default(2000),
+    /**
+     * docker: the host firewall that keeps VPC and build containers off the host and off
+     * link-local addresses (169.254.169.254), kept by compute in a container of
+     * PIER_EGRESS_FIREWALL_IMAGE: `on` (default; nothing tenant-made starts until it is in
+     * place) or `off` (the host's firewall is the operator's: README, "Egress and privileges").
+     */
+    PIER_EGRESS_FIREWALL: z.enum(['on', 'off'], { error: 'PIER_EGRESS_FIREWALL must be on or off' }).default('on'),
+    /** docker: the egress firewall's image (built locally by deploy/images/build.sh netfilter). */
+    PIER_EGRESS_FIREWALL_IMAGE: z.string().min(1).default('pier/netfilter:1'),
     /** docker: memory of a build step's container, in MiB. */
     PIER_BUILD_MEMORY_MIB: z.coerce.number().int().min(64, 'PIER_BUILD_MEMORY_MIB must be at least 64').default(2048),
     /** kubernetes: the registry (and path) build Jobs push to, e.g. `registry.example.com/pier`; without it builds answer 503. */
@@ -92,6 +101,8 @@ export const computeEnv = serviceEnv
     PIER_BUILD_NAMESPACE: z.string().min(1).default('pier-builds'),
     /** kubernetes: the rootless BuildKit image of build Jobs. */
     PIER_BUILDKIT_IMAGE: z.string().min(1).default('moby/buildkit:v0.17.3-rootless'),
+    /** kubernetes: the image of build Jobs' push step (skopeo; deploy/images/image-push), the only container with the push credentials. */
+    PIER_BUILD_PUSH_IMAGE: z.string().min(1).default('pier/image-push:1'),
     /** kubernetes: a Secret of type kubernetes.io/dockerconfigjson in the build namespace, with the credentials to push. */
     PIER_BUILD_PUSH_SECRET: z.string().min(1).optional(),
     /** The shortest interval an uptime monitor may ask for, in seconds (the API's rule is 30; tests lower it). */
@@ -157,6 +168,12 @@ export const computeEnv = serviceEnv
     PIER_ACME_RENEW_BEFORE_DAYS: z.coerce.number().min(0, 'PIER_ACME_RENEW_BEFORE_DAYS must be 0 or more').default(30),
     /** Custom domains one service may hold. */
     PIER_DOMAINS_PER_SERVICE: z.coerce.number().int().min(1, 'PIER_DOMAINS_PER_SERVICE must be at least 1').default(20),
+    /**
+     * Hours an unverified domain claim lasts (fractions allowed; 168, seven days, by default).
+     * Past it the claim is gone: it keeps no one from the hostname, which only a verified
+     * domain holds.
+     */
+    PIER_DOMAIN_CLAIM_TTL_HOURS: z.coerce.number().positive('PIER_DOMAIN_CLAIM_TTL_HOURS must be more than 0 (hours)').default(168),
     ...diskBackupEnv,
   })
   .superRefine((env, ctx) => {

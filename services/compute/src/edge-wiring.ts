@@ -13,7 +13,8 @@ import { AcmeIssuer } from './edge/acme-issuer.ts';
 import { ResolverDns } from './edge/dns-resolver.ts';
 import { KnexDomainStore } from './store/domain-store.ts';
 
-const DAY_MS = 86_400_000;
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
 
 function createEdgePort(config: ComputeConfig, logger: Logger): EdgePort | null {
   if (config.PIER_EDGE === 'off') return null;
@@ -60,6 +61,7 @@ export function createEdge(config: ComputeConfig, db: Knex, logger: Logger): Edg
     settings: {
       appsDomain: config.PIER_APPS_DOMAIN,
       maxDomainsPerService: config.PIER_DOMAINS_PER_SERVICE,
+      claimTtlMs: Math.round(config.PIER_DOMAIN_CLAIM_TTL_HOURS * HOUR_MS),
       renewBeforeMs: config.PIER_ACME_RENEW_BEFORE_DAYS * DAY_MS,
     },
     // Replaced by the worker once it exists (server.ts).

@@ -17,6 +17,7 @@ import { createBuilds } from './build-wiring.ts';
 import { computeRoutes, computeUpgrades } from './app.ts';
 import { createEdge } from './edge-wiring.ts';
 import { EdgeWorker } from './domain/edge-worker.ts';
+import { ClaimExpiry } from './domain/claim-expiry.ts';
 import { createUptime, publicUrlTarget } from './uptime-wiring.ts';
 import { UptimeChecker } from './domain/uptime-checker.ts';
 import { createDiskBackups } from './disk-backup-wiring.ts';
@@ -31,6 +32,8 @@ export interface StartOptions {
 export interface ComputeLevers {
   /** One disk-backup scheduler pass as if it were `now`: due schedules, retention, deleted services' backups. */
   runDiskBackupsDue(now: Date): Promise<void>;
+  /** One domain claim expiry pass as if it were `now`: unverified claims past their lifetime removed; how many. */
+  expireDomainClaims(now: Date): Promise<number>;
 }
 
 /** Starts compute: its schema, its cluster, its routes, and the reconciler in the background. */
@@ -93,6 +96,7 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
       const edgeWorker = new EdgeWorker(ctx, logger, config.PIER_EDGE_SYNC_INTERVAL_MS);
       ctx.edge.syncer = edgeWorker;
       const diskBackups = new DiskBackupScheduler(ctx, logger, config.PIER_COMPUTE_BACKUP_INTERVAL_MS);
+      const claimExpiry = new ClaimExpiry(ctx, logger);
       return {
         routes: computeRoutes(ctx),
         upgrades: computeUpgrades(ctx, { idleMs: config.PIER_COMPUTE_EXEC_IDLE_TIMEOUT_SECONDS * 1000, maxMs: config.PIER_COMPUTE_EXEC_MAX_SECONDS * 1000 }),
@@ -102,6 +106,7 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
           diskBackups,
           builds,
           edgeWorker,
+          claimExpiry,
           new LogRetention(ctx, logger),
           new UptimeChecker(ctx, logger, config.PIER_UPTIME_TICK_MS),
           new LogCollector(ctx, logger, {
@@ -113,7 +118,7 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
         checks: { cluster: () => cluster.ping() },
         keepAliveMs: config.PIER_COMPUTE_SSE_KEEPALIVE_MS,
         describe: { cluster: cluster.kind },
-        extra: { runDiskBackupsDue: (now: Date) => diskBackups.runDue(now) },
+        extra: { runDiskBackupsDue: (now: Date) => diskBackups.runDue(now), expireDomainClaims: (now: Date) => claimExpiry.pass(now) },
       };
     },
   });

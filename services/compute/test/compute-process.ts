@@ -46,6 +46,21 @@ export class ComputeProcess {
     return this.proc;
   }
 
+  /** The HTTP port of the running process (a WebSocket test connects to it). */
+  get httpPort(): number {
+    return this.proc!.httpPort;
+  }
+
+  /** The PID of the running process (tsx, with compute's node below it). */
+  get pid(): number {
+    return this.proc!.child.pid!;
+  }
+
+  /** The owner's identity header every call carries. */
+  headers(): Record<string, string> {
+    return { [IDENTITY_HEADER]: this.token };
+  }
+
   async call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; headers: Headers }> {
     const res = await fetch(`http://127.0.0.1:${this.proc!.httpPort}${path}`, {
       method,

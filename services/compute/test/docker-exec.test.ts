@@ -3,7 +3,7 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { connect, type NatsConnection, type Subscription } from 'nats';
 import { IDENTITY_HEADER, type Role } from '@pier/kit';
-import { infra, openShell, shellUrl, type ShellClient } from '@pier/testing';
+import { adminQuery, infra, openShell, shellUrl, type ShellClient } from '@pier/testing';
 import { startCompute, until, cleanDocker, docker, TINY_HTTP, EXITS, type Compute } from './support.ts';
 import { DockerShell } from '../src/cluster/docker-exec.ts';
 import { DockerEngine } from '../src/cluster/docker-engine.ts';
@@ -155,20 +155,35 @@ describe('a shell in a running replica', () => {
     );
   }, 30_000);
 
-  it('records who opened which session and how it ended, never what went through it', async () => {
-    const s = await shell({ command: ['/bin/sh', '-c', 'echo secret-output-$((6*7)); exit 5'], tty: 'false' });
+  it('records who opened which session and how it ended, never what went through it nor the arguments', async () => {
+    // People type secrets into command lines: only the program's name and the argument count are recorded.
+    const secret = `hunter2-${Date.now()}`;
+    const s = await shell({ command: ['/bin/sh', '-c', `TOKEN=${secret}; echo secret-output-$((6*7)); exit 5`], tty: 'false' });
     await s.closed;
     expect(s.output()).toContain('secret-output-42');
     const ended = await until(
       async () => seen.filter((e) => e.kind === 'service.exec.ended' && e.data.exit_code === 5),
       (list) => list.length === 1,
     );
-    const started = seen.filter((e) => e.kind === 'service.exec.started' && e.data.command?.[2]?.includes('secret-output'));
+    const started = seen.filter((e) => e.kind === 'service.exec.started' && e.data.session_id === ended[0]!.data.session_id);
     expect(started).toHaveLength(1);
-    expect(started[0]).toMatchObject({ resource_id: web.id, data: { email: 'owner@example.test', replica: '0', tty: false } });
-    expect(ended[0]).toMatchObject({ resource_id: web.id, data: { user_id: started[0]!.data.user_id, replica: '0', exit_code: 5, reason: 'exited' } });
+    expect(started[0]).toMatchObject({
+      resource_id: web.id,
+      data: { email: 'owner@example.test', replica: '0', tty: false, program: 'sh', arg_count: 2 },
+    });
+    expect(ended[0]).toMatchObject({
+      resource_id: web.id,
+      data: { user_id: started[0]!.data.user_id, replica: '0', program: 'sh', arg_count: 2, exit_code: 5, reason: 'exited' },
+    });
+    expect(started[0]!.data).not.toHaveProperty('command');
+    expect(ended[0]!.data).not.toHaveProperty('command');
     expect(ended[0]!.data.duration_ms).toBeGreaterThanOrEqual(0);
     expect(JSON.stringify(seen)).not.toContain('secret-output-42');
+    expect(JSON.stringify(seen)).not.toContain(secret);
+    // Nor in the outbox the events went out from.
+    const kept = await adminQuery(c.db.adminUrl, `select payload from compute.outbox where kind like 'service.exec.%'`);
+    expect(kept.length).toBeGreaterThanOrEqual(2);
+    expect(JSON.stringify(kept)).not.toContain(secret);
     // The idle and maximum-length sessions above were recorded with their reasons.
     const reasons = seen.filter((e) => e.kind === 'service.exec.ended').map((e) => e.data.reason);
     expect(reasons).toEqual(expect.arrayContaining(['exited', 'idle_timeout', 'max_duration', 'client_closed']));

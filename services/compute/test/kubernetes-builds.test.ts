@@ -3,8 +3,9 @@
 // into the build pod over the real exec channel protocol (the fake runs the command locally,
 // so the unpacked context can be looked at), the Job followed to its end through its status
 // and its pod's log, cancel and reattach; then compute itself on the fake, building from the
-// real git server and deploying the pushed image.
-import { randomUUID } from 'node:crypto';
+// real git server and deploying the pushed image by the digest its push container reported.
+// The push step itself runs for real against a registry in kubernetes-build-push.test.ts.
+import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -27,6 +28,8 @@ import { buildEnv, site, waitForBuild } from './build-support.ts';
 
 const NS = 'pier-builds-test';
 const REGISTRY = 'registry.example.test/pier';
+const BUILDKIT = 'moby/buildkit:v0.17.3-rootless';
+const PUSH_IMAGE = 'pier/image-push:1';
 let fake: FakeKubernetes;
 let kubeconfig: string;
 let git: GitServer;
@@ -58,7 +61,8 @@ function builder(): KubernetesBuilder {
     logger: createLogger('test', 'warn'),
     registry: REGISTRY,
     namespace: NS,
-    buildkitImage: 'moby/buildkit:v0.17.3-rootless',
+    buildkitImage: BUILDKIT,
+    pushImage: PUSH_IMAGE,
     pushSecret: 'registry-push',
     timeoutSeconds: 600,
     pollMs: 100,
@@ -98,10 +102,24 @@ async function uploadedSource(): Promise<string> {
 const job = (id: string) => fake.get('batch/v1', 'Job', NS, buildJobName(id));
 const podOf = (id: string) => fake.list('Pod', NS).find((p) => p.metadata.labels['pier.dev/build'] === id);
 
+/** Until compute has delivered build `id`'s source into its pod. */
+const delivered = (id: string) =>
+  until(
+    async () => job(id)?.metadata.annotations?.[SOURCE_DELIVERED],
+    (v) => v === 'true',
+    15_000,
+  );
+
+/** A digest as skopeo's --digestfile has it. */
+const digestOf = (text: string) => `sha256:${createHash('sha256').update(text).digest('hex')}`;
+
+/** Ends a build Job as its pod would once the push container reported `digest`. */
+const pushed = (id: string, digest: string) => fake.finishJob(NS, buildJobName(id), 'succeeded', undefined, { push: { exitCode: 0, message: digest } });
+
 describe('the build manifests', () => {
   it('are objects the API server accepts: the namespace, its egress policy, and the Job with and without push credentials', () => {
     const t = { buildId: randomUUID(), serviceId: randomUUID(), workspaceId: randomUUID(), vpcId: randomUUID() };
-    const options = { namespace: NS, buildkitImage: 'moby/buildkit:v0.17.3-rootless', timeoutSeconds: 1800, memoryMiB: 2048 };
+    const options = { namespace: NS, buildkitImage: BUILDKIT, pushImage: PUSH_IMAGE, timeoutSeconds: 1800, memoryMiB: 2048 };
     for (const m of [
       buildNamespaceManifest(NS),
       buildNetworkPolicyManifest(NS),
@@ -115,6 +133,25 @@ describe('the build manifests', () => {
     expect(manifest.spec.template.spec).toMatchObject({ restartPolicy: 'Never', automountServiceAccountToken: false, securityContext: { runAsNonRoot: true } });
     const policy = buildNetworkPolicyManifest(NS) as any;
     expect(policy.spec.egress[0].to[0].ipBlock.except).toEqual(expect.arrayContaining(['10.0.0.0/8', '169.254.0.0/16', '100.64.0.0/10']));
+  });
+
+  it('keeps the push credentials out of the container that runs the Dockerfile: only the push container mounts them', () => {
+    const t = { buildId: randomUUID(), serviceId: randomUUID(), workspaceId: randomUUID(), vpcId: randomUUID() };
+    const options = { namespace: NS, buildkitImage: BUILDKIT, pushImage: PUSH_IMAGE, pushSecret: 'registry-push', timeoutSeconds: 1800, memoryMiB: 2048 };
+    const spec = (buildJobManifest(t, `${REGISTRY}/${t.serviceId}:${t.buildId}`, 'Dockerfile', options) as any).spec.template.spec;
+    const containers: any[] = [...(spec.initContainers ?? []), ...spec.containers];
+    const secretVolumes = spec.volumes.filter((v: any) => v.secret || v.projected).map((v: any) => v.name);
+    const mounting = containers.filter((c) => c.volumeMounts?.some((m: any) => secretVolumes.includes(m.name))).map((c) => c.image);
+    expect(mounting).toEqual([PUSH_IMAGE]);
+    // The tenant's RUN steps share the BuildKit container's files and processes: nothing
+    // there may lead to the credentials, nor even name the repository the image goes to.
+    const tenant = containers.filter((c) => c.image === BUILDKIT);
+    expect(tenant).toHaveLength(1);
+    expect(tenant[0].env.map((e: any) => e.name)).not.toContain('DOCKER_CONFIG');
+    expect(tenant[0].env.filter((e: any) => e.valueFrom || e.value.includes(REGISTRY))).toEqual([]);
+    expect(tenant[0].envFrom).toBeUndefined();
+    expect(spec.shareProcessNamespace).toBeUndefined();
+    expect(spec.serviceAccountName).toBeUndefined();
   });
 });
 
@@ -141,25 +178,67 @@ describe('the kubernetes builder', () => {
     expect(session).toMatchObject({ namespace: NS, container: 'build', tty: false });
     expect(job(req.buildId)!.metadata.annotations).toMatchObject({ [SOURCE_DELIVERED]: 'true' });
 
-    fake.podLogs.write(NS, podOf(req.buildId)!.metadata.name, '#1 [internal] load build definition from Dockerfile', '#6 pushing layers done');
+    // The pod is Pending while its build (init) container runs: that is where the source went.
+    expect(podOf(req.buildId)!.status.phase).toBe('Pending');
+
+    fake.podLogs.write(NS, podOf(req.buildId)!.metadata.name, '#1 [internal] load build definition from Dockerfile', '#6 exporting to oci image format done');
     await until(
       async () => out.text(),
-      (t) => t.includes('pushing layers done'),
+      (t) => t.includes('exporting to oci image format done'),
       10_000,
     );
-    fake.finishJob(NS, buildJobName(req.buildId), 'succeeded');
-    await running;
+    const digest = digestOf(req.buildId);
+    pushed(req.buildId, digest);
+    // Deployed by digest, behind the build's own tag: exactly what this push stored.
+    expect(await running).toBe(`${REGISTRY}/${req.serviceId}:${req.buildId}@${digest}`);
     expect(out.text()).toContain('#1 [internal] load build definition');
+    expect(out.text()).toContain(`[pier] pushed ${req.image}@${digest}`);
     expect(await b.hasImage(req)).toBe(true);
     expect(req.image).toBe(`${REGISTRY}/${req.serviceId}:${req.buildId}`);
     expect(fake.invalid).toEqual([]);
-    const sent = job(req.buildId)!;
-    expect(sent.spec.template.spec.containers[0].env).toEqual(
+    const spec = job(req.buildId)!.spec.template.spec;
+    expect(spec.initContainers.map((c: any) => c.name)).toEqual(['build']);
+    expect(spec.containers.map((c: any) => c.name)).toEqual(['push']);
+    expect(spec.initContainers[0].env).toEqual(expect.arrayContaining([{ name: 'DOCKERFILE', value: 'Dockerfile' }]));
+    expect(spec.containers[0]).toMatchObject({ image: PUSH_IMAGE, terminationMessagePath: '/dev/termination-log' });
+    expect(spec.containers[0].env).toEqual(
       expect.arrayContaining([
         { name: 'IMAGE', value: req.image },
-        { name: 'DOCKERFILE', value: 'Dockerfile' },
+        { name: 'AUTHFILE', value: '/pier/push-credentials/config.json' },
       ]),
     );
+    expect(spec.containers[0].volumeMounts).toEqual(
+      expect.arrayContaining([{ name: 'push-credentials', mountPath: '/pier/push-credentials', readOnly: true }]),
+    );
+    expect(spec.volumes).toEqual(
+      expect.arrayContaining([
+        { name: 'push-credentials', secret: { secretName: 'registry-push', items: [{ key: '.dockerconfigjson', path: 'config.json' }] } },
+      ]),
+    );
+  });
+
+  it('fails with the push when the registry refuses it, and with the build container when it fails', async () => {
+    const b = builder();
+    const refused = request(b, { kind: 'upload', dir: await uploadedSource() });
+    const running = b.run(refused, io());
+    await delivered(refused.buildId);
+    const denied = 'writing manifest: unauthorized: authentication required';
+    fake.finishJob(NS, buildJobName(refused.buildId), 'failed', undefined, { build: { exitCode: 0 }, push: { exitCode: 1, message: denied } });
+    await expect(running).rejects.toThrow(new BuildFailedError(`the image could not be pushed to the registry: ${denied}`));
+    expect(await b.hasImage(refused)).toBe(false);
+
+    const broken = request(b, { kind: 'upload', dir: await uploadedSource() });
+    const failing = b.run(broken, io());
+    await delivered(broken.buildId);
+    fake.finishJob(NS, buildJobName(broken.buildId), 'failed', undefined, { build: { exitCode: 137, reason: 'OOMKilled' } });
+    await expect(failing).rejects.toThrow(new BuildFailedError('the build failed (exit code 137, out of memory); see the log'));
+
+    // A push container that ended well but reported no digest (it cannot be trusted) fails too.
+    const silent = request(b, { kind: 'upload', dir: await uploadedSource() });
+    const quiet = b.run(silent, io());
+    await delivered(silent.buildId);
+    pushed(silent.buildId, 'pushed somewhere');
+    await expect(quiet).rejects.toThrow(new BuildFailedError('the push reported no image digest (pushed somewhere)'));
   });
 
   it('fetches a git source in compute and fails with the Job', async () => {
@@ -167,11 +246,7 @@ describe('the kubernetes builder', () => {
     const req = { ...request(b, { kind: 'git', repoUrl: git.url('site'), ref: null }), contextDir: '.', dockerfilePath: 'Dockerfile' };
     const out = io();
     const running = b.run(req, out);
-    await until(
-      async () => job(req.buildId)?.metadata.annotations?.[SOURCE_DELIVERED],
-      (v) => v === 'true',
-      15_000,
-    );
+    await delivered(req.buildId);
     expect(await readFile(path.join(buildWorkspace(req.buildId), 'context', 'index.html'), 'utf8')).toContain('built on kubernetes');
     expect(out.commit).toMatch(/^[0-9a-f]{40}$/);
     fake.finishJob(NS, buildJobName(req.buildId), 'failed');
@@ -186,11 +261,7 @@ describe('the kubernetes builder', () => {
     const req = request(b, { kind: 'upload', dir: await uploadedSource() });
     const controller = new AbortController();
     const running = b.run(req, io(controller.signal));
-    await until(
-      async () => job(req.buildId)?.metadata.annotations?.[SOURCE_DELIVERED],
-      (v) => v === 'true',
-      15_000,
-    );
+    await delivered(req.buildId);
     controller.abort(new Error('cancelled by the test'));
     await expect(running).rejects.toThrow('cancelled by the test');
     await b.discard(req);
@@ -203,26 +274,25 @@ describe('the kubernetes builder', () => {
     const req = request(first, { kind: 'upload', dir: await uploadedSource() });
     const controller = new AbortController();
     const running = first.run(req, io(controller.signal));
-    await until(
-      async () => job(req.buildId)?.metadata.annotations?.[SOURCE_DELIVERED],
-      (v) => v === 'true',
-      15_000,
-    );
+    await delivered(req.buildId);
     // The process goes away; the Job goes on.
     controller.abort(new Error('shutdown'));
     await running.catch(() => undefined);
-    fake.podLogs.write(NS, podOf(req.buildId)!.metadata.name, 'pushed while compute was away');
+    fake.podLogs.write(NS, podOf(req.buildId)!.metadata.name, 'built while compute was away');
 
     const second = builder();
     const out = io();
     const followed = second.reattach(req, out);
     await until(
       async () => out.text(),
-      (t) => t.includes('pushed while compute was away'),
+      (t) => t.includes('built while compute was away'),
       10_000,
     );
-    fake.finishJob(NS, buildJobName(req.buildId), 'succeeded');
-    expect(await followed).toBe(true);
+    const digest = digestOf(`again ${req.buildId}`);
+    pushed(req.buildId, digest);
+    expect(await followed).toBe(`${req.image}@${digest}`);
+    // The digest stays on the finished pod: a later restart reads it again.
+    expect(await builder().reattach(req, io())).toBe(`${req.image}@${digest}`);
     expect(await second.reattach({ ...req, buildId: randomUUID() }, io())).toBe(false);
   });
 });
@@ -250,7 +320,7 @@ describe('compute building on kubernetes', () => {
     }
   });
 
-  it('builds from git in a Job and deploys the pushed image', async () => {
+  it('builds from git in a Job and deploys the pushed image by its digest', async () => {
     const setup = await buildEnv(git, { PIER_CLUSTER: 'kubernetes', PIER_KUBECONFIG: kubeconfig, PIER_BUILD_REGISTRY: REGISTRY, PIER_BUILD_NAMESPACE: NS });
     cleanup = setup.cleanup;
     c = await startCompute(setup.env);
@@ -263,9 +333,10 @@ describe('compute building on kubernetes', () => {
       (v) => v === 'true',
       30_000,
     );
-    fake.finishJob(NS, buildJobName(queued.body.id), 'succeeded');
+    const digest = digestOf(queued.body.id);
+    pushed(queued.body.id, digest);
     const b = await waitForBuild(c, svc.id, queued.body.id, undefined, 30_000);
-    expect(b).toMatchObject({ status: 'succeeded', image: `${REGISTRY}/${svc.id}:${queued.body.id}` });
+    expect(b).toMatchObject({ status: 'succeeded', image: `${REGISTRY}/${svc.id}:${queued.body.id}@${digest}` });
     const deployment = fake.get('apps/v1', 'Deployment', vpcNamespace(c.vpcId), 'k8s-built')!;
     expect(deployment.spec.template.spec.containers[0].image).toBe(b.image);
     expect(fake.invalid).toEqual([]);

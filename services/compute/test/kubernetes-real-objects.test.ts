@@ -114,7 +114,14 @@ describe('disk backups on a real API server', () => {
 
 describe('builds on a real API server', () => {
   it("takes the build namespace, its NetworkPolicy and a build's Job, as built", async () => {
-    const options = { namespace: buildNs, buildkitImage: 'moby/buildkit:rootless', pushSecret: 'registry-push', timeoutSeconds: 900, memoryMiB: 2048 };
+    const options = {
+      namespace: buildNs,
+      buildkitImage: 'moby/buildkit:rootless',
+      pushImage: 'pier/image-push:1',
+      pushSecret: 'registry-push',
+      timeoutSeconds: 900,
+      memoryMiB: 2048,
+    };
     for (const [m, plural] of [
       [buildNamespaceManifest(buildNs), 'namespaces'],
       [buildNetworkPolicyManifest(buildNs), 'networkpolicies'],
@@ -123,8 +130,11 @@ describe('builds on a real API server', () => {
     }
     const target = { buildId: randomUUID(), serviceId: randomUUID(), workspaceId, vpcId };
     const job = buildJobManifest(target, 'registry.example/web:1', 'Dockerfile', options);
-    // A dry run: no BuildKit image here, and the Job is what is being checked.
+    // A dry run: no BuildKit image here, and the Job is what is being checked — its build init
+    // container and its push container (termination message, read-only root) as sent.
     const stored = await applyStrictly(job, 'jobs', true);
     expect(notStoredAsSent(job.spec, stored.spec)).toEqual([]);
+    expect(stored.spec.template.spec.initContainers.map((c: { name: string }) => c.name)).toEqual(['build']);
+    expect(stored.spec.template.spec.containers[0]).toMatchObject({ name: 'push', terminationMessagePolicy: 'FallbackToLogsOnError' });
   });
 });

@@ -10,7 +10,7 @@ import { createLogger, generateIdentityKeys, IDENTITY_HEADER, secretObjectName, 
 import { createTestDatabase, infra, notStoredAsSent, realKubernetes, type RealKubernetes } from '@pier/testing';
 import type * as secrets from '@pier/secrets';
 import { KubernetesCluster, kubernetesError } from '../src/cluster/kubernetes.ts';
-import { desiredObjects, namespaceManifest, networkPolicyManifest } from '../src/cluster/kubernetes-manifests.ts';
+import { desiredObjects, egressPolicyManifest, namespaceManifest, networkPolicyManifest } from '../src/cluster/kubernetes-manifests.ts';
 import { WorkloadRejectedError, type WorkloadSpec } from '../src/domain/cluster-port.ts';
 import type { CreateServiceInput } from '../src/domain/service-config.ts';
 import type { EnvEntry } from '../src/domain/env-vars.ts';
@@ -103,6 +103,37 @@ describe('kubernetes adapter on a real cluster', () => {
     expect(typo.status).toBe(500);
     expect(typo.body.message).toMatch(/\.spec\.replicaz: field not declared in schema/);
     expect(kubernetesError({ code: typo.status, body: JSON.stringify(typo.body) }, 'apply Deployment/typo')).toBeInstanceOf(WorkloadRejectedError);
+  });
+
+  it('admits every kind of service pod under the Pod Security Standard restricted it enforces, and refuses a root pod', async () => {
+    // Control plane only: Pod Security Admission judges a pod when it is created (a dry run here).
+    const vpc = randomUUID();
+    const securedNs = vpcNamespace(vpc);
+    namespaces.add(securedNs);
+    const scope = { workspaceId, vpcId: vpc };
+    const kinds = [
+      workloadSpec(scope, { name: 'web', health_check_path: '/healthz' }, [], TINY_HTTP),
+      workloadSpec(scope, { name: 'low', port: 80 }, [], TINY_HTTP),
+      workloadSpec(scope, { name: 'disk', service_type: 'worker', disk_size_gb: 1, disk_mount_path: '/data', run_as_user: 1001 }, [], TINY_HTTP),
+      workloadSpec(scope, { name: 'nightly', service_type: 'cron', cron_schedule: '0 3 * * *' }, [], TINY_HTTP),
+    ];
+    for (const s of kinds) await cluster.apply(s);
+    expect((await k.get(`/api/v1/namespaces/${securedNs}`)).metadata.labels['pod-security.kubernetes.io/enforce']).toBe('restricted');
+    const egress = await k.get(`/apis/networking.k8s.io/v1/namespaces/${securedNs}/networkpolicies/pier-vpc-egress`);
+    expect(notStoredAsSent(egressPolicyManifest(scope).spec, egress.spec)).toEqual([]);
+    const dryRunPod = (name: string, spec: Record<string, any>) =>
+      k.request('POST', `/api/v1/namespaces/${securedNs}/pods?dryRun=All`, { apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec });
+    for (const s of kinds) {
+      const m = desiredObjects(s).apply.find((o) => o.kind === 'Deployment' || o.kind === 'CronJob')! as Record<string, any>;
+      const template = m.kind === 'CronJob' ? m.spec.jobTemplate.spec.template : m.spec.template;
+      const res = await dryRunPod(`${s.serviceName}-pod`, template.spec);
+      expect(res.status, `${s.serviceName}: ${JSON.stringify(res.body.message)}`).toBe(201);
+    }
+    // The standard is enforced: the same pod as root is refused.
+    const web = desiredObjects(kinds[0]!).apply.find((o) => o.kind === 'Deployment')! as Record<string, any>;
+    const root = await dryRunPod('as-root', { ...web.spec.template.spec, securityContext: { ...web.spec.template.spec.securityContext, runAsUser: 0 } });
+    expect(root.status).toBe(403);
+    expect(root.body.message).toMatch(/violates PodSecurity "restricted/);
   });
 
   it('runs a web service as real pods of pier/tiny-http:1: ready through one pod list per VPC, answering HTTP', async () => {

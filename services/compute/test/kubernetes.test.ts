@@ -12,7 +12,16 @@ import { createTestDatabase, FakeKubernetes, infra } from '@pier/testing';
 import type * as secrets from '@pier/secrets';
 import { KubernetesCluster } from '../src/cluster/kubernetes.ts';
 import { operationOf } from '../src/cluster/call-metrics.ts';
-import { desiredObjects, namespaceManifest, networkPolicyManifest } from '../src/cluster/kubernetes-manifests.ts';
+import {
+  NON_PUBLIC_RANGES,
+  POD_SECURITY_ENFORCE,
+  desiredObjects,
+  egressPolicyManifest,
+  namespaceManifest,
+  networkPolicyManifest,
+} from '../src/cluster/kubernetes-manifests.ts';
+import { WorkloadRejectedError } from '../src/domain/cluster-port.ts';
+import { restrictedViolations } from './pod-security.ts';
 import type { WorkloadSpec } from '../src/domain/cluster-port.ts';
 import type { CreateServiceInput } from '../src/domain/service-config.ts';
 import type { EnvEntry } from '../src/domain/env-vars.ts';
@@ -59,7 +68,7 @@ describe('kubernetes adapter', () => {
     ]);
     await cluster.apply(s);
     expect(fake.invalid).toEqual([]);
-    for (const m of [namespaceManifest(s), networkPolicyManifest(s), ...desiredObjects(s).apply]) {
+    for (const m of [namespaceManifest(s), networkPolicyManifest(s), egressPolicyManifest(s), ...desiredObjects(s).apply]) {
       expect(stored(m.apiVersion, m.kind, m.metadata.name), `${m.kind} as sent`).toEqual(m);
     }
     expect(fake.get('v1', 'Namespace', undefined, ns)?.metadata.labels['pier.dev/vpc']).toBe(vpcId);
@@ -87,6 +96,60 @@ describe('kubernetes adapter', () => {
     expect(fake.get('autoscaling/v2', 'HorizontalPodAutoscaler', ns, 'api')).toBeUndefined();
     // Server-side apply with our field manager, never a read-modify-write.
     expect(fake.requests.filter((r) => r.method === 'PATCH').every((r) => r.query.includes('fieldManager=pier-compute'))).toBe(true);
+  });
+
+  it('runs every kind of pod under the Pod Security Standard restricted, which the namespace enforces', async () => {
+    const kinds = [
+      spec({ name: 'sec-web', health_check_path: '/healthz', run_as_user: 1001 }),
+      spec({ name: 'sec-low', port: 80 }),
+      spec({ name: 'sec-worker', service_type: 'worker', command: ['/bin/sh'], args: ['-c', 'sleep 1d'] }),
+      spec({ name: 'sec-cron', service_type: 'cron', cron_schedule: '*/5 * * * *' }),
+      spec({ name: 'sec-disk', service_type: 'worker', disk_size_gb: 1, disk_mount_path: '/data', run_as_user: 4321 }),
+    ];
+    for (const s of kinds) await cluster.apply(s);
+    expect(fake.invalid).toEqual([]);
+    expect(fake.get('v1', 'Namespace', undefined, ns)!.metadata.labels[POD_SECURITY_ENFORCE]).toBe('restricted');
+    const pods = [
+      ...['sec-web', 'sec-low', 'sec-worker', 'sec-disk'].map((n) => [n, fake.get('apps/v1', 'Deployment', ns, n)!.spec.template.spec] as const),
+      ['sec-cron', fake.get('batch/v1', 'CronJob', ns, 'sec-cron')!.spec.jobTemplate.spec.template.spec] as const,
+    ];
+    for (const [name, pod] of pods) {
+      expect(restrictedViolations(pod), name).toEqual([]);
+      expect(pod.containers[0].securityContext).toEqual({ allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
+    }
+    // A port under 1024 with no capability: the pod's own network namespace lets the user bind it.
+    expect(pods[1]![1].securityContext.sysctls).toEqual([{ name: 'net.ipv4.ip_unprivileged_port_start', value: '0' }]);
+    expect(pods[0]![1].securityContext).toEqual({ runAsUser: 1001, runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+  });
+
+  it('refuses run_as_user 0 (restricted admits no root pod) before writing any object of the service', async () => {
+    const root = spec({ name: 'as-root', run_as_user: 0 });
+    const err = await cluster.apply(root).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(WorkloadRejectedError);
+    expect((err as Error).message).toMatch(/run_as_user 0 \(root\) cannot run on this cluster: .*restricted/);
+    expect(fake.get('apps/v1', 'Deployment', ns, 'as-root')).toBeUndefined();
+  });
+
+  it('lets service pods reach their VPC, DNS and public addresses only: never link-local, private or node addresses', async () => {
+    const s = spec({ name: 'egress', service_type: 'worker' });
+    await cluster.ensureVpc(s);
+    const policy = fake.get('networking.k8s.io/v1', 'NetworkPolicy', ns, 'pier-vpc-egress')!;
+    expect(policy.spec.podSelector).toEqual({ matchLabels: { 'app.kubernetes.io/managed-by': 'pier', 'pier.dev/kind': 'service' } });
+    expect(policy.spec.policyTypes).toEqual(['Egress']);
+    expect(policy.spec.egress).toEqual([
+      { to: [{ podSelector: {} }] },
+      {
+        to: [{ namespaceSelector: {} }],
+        ports: [
+          { protocol: 'UDP', port: 53 },
+          { protocol: 'TCP', port: 53 },
+        ],
+      },
+      { to: [{ ipBlock: { cidr: '0.0.0.0/0', except: NON_PUBLIC_RANGES } }] },
+    ]);
+    // The metadata address, the node and cluster ranges, loopback: all outside what the policy allows.
+    for (const range of ['169.254.0.0/16', '10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '127.0.0.0/8', '100.64.0.0/10'])
+      expect(NON_PUBLIC_RANGES).toContain(range);
   });
 
   it('reads live state from pods in one request per VPC: ready, crash-looping, image missing, secret missing', async () => {
@@ -137,7 +200,7 @@ describe('kubernetes adapter', () => {
     expect(d.spec.strategy).toEqual({ type: 'Recreate' });
     expect(d.spec.template.spec.volumes).toEqual([{ name: 'disk', persistentVolumeClaim: { claimName: 'db-ish-disk' } }]);
     expect(d.spec.template.spec.containers[0].volumeMounts).toEqual([{ name: 'disk', mountPath: '/data' }]);
-    expect(d.spec.template.spec.securityContext).toEqual({ runAsUser: 1000, fsGroup: 1000 });
+    expect(d.spec.template.spec.securityContext).toEqual({ runAsUser: 1000, runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' }, fsGroup: 1000 });
   });
 
   it('runs a cron service as a CronJob, its state from the last run; switching type removes the Deployment and Service', async () => {

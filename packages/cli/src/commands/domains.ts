@@ -43,6 +43,8 @@ function showDomain(ctx: Context, d: Domain): void {
     ['hostname', d.hostname],
     ['status', d.status],
     ['certificate', d.tls.status === 'issued' ? `issued by ${d.tls.issuer}, expires ${d.tls.expires_at}` : d.tls.status],
+    // Until verified, the domain is only a claim: others may claim the hostname, and it lapses.
+    ...(d.verified_at ? [] : ([['claim expires', d.claim_expires_at]] as [string, unknown][])),
     ['last checked', d.last_checked_at],
     ['error', d.error],
   ]);
@@ -93,6 +95,9 @@ export function register(services: Command): void {
           ctx.out.result(d, () => {
             ctx.out.line(`Attached ${d.hostname} to ${ref}. Create these DNS records, then run: pier services domains verify ${ref} ${d.hostname}`);
             showRecords(ctx, d);
+            ctx.out.line(
+              `Verify before ${d.claim_expires_at}, or the claim lapses; until then other services may claim ${d.hostname} too, and the first verified wins.`,
+            );
           });
         }),
       ),

@@ -1,9 +1,10 @@
 // A build context as the Engine's build API (and BuildKit's local source) takes it: a tar of
 // the context directory, `.dockerignore` applied (the API does not apply it; the docker CLI
 // does), `.git` left out, links kept as links (never followed: nothing outside the source
-// can be read through one), owners zeroed. The context directory and the Dockerfile must lie
-// inside the source, resolved on disk; a Dockerfile outside the context is added to the tar
-// under its own name so the builder finds it.
+// can be read through one), owners zeroed. The context directory, the Dockerfile and a
+// `.dockerignore` must lie inside the source, resolved on disk (a git source may hold links
+// to anywhere: compute would read its own files, or /dev/zero, through one); a Dockerfile
+// outside the context is added to the tar under its own name so the builder finds it.
 import { createReadStream } from 'node:fs';
 import { lstat, readFile, readdir, readlink, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -39,6 +40,13 @@ async function inside(root: string, rel: string, field: string, kind: 'file' | '
   return real;
 }
 
+/** The context's `.dockerignore` ('' when there is none), read only where it lies inside the source. */
+async function readIgnoreFile(root: string, context: string): Promise<string> {
+  const at = path.join(context, '.dockerignore');
+  if (!(await lstat(at).catch(() => undefined))) return '';
+  return readFile(await inside(root, path.relative(root, at), '.dockerignore', 'file'), 'utf8');
+}
+
 /** Packs `contextDir` of the source at `sourceRoot` with `dockerfilePath` (both relative to the root). */
 export async function packContext(sourceRoot: string, contextDir: string, dockerfilePath: string): Promise<BuildContext> {
   const root = await realpath(sourceRoot);
@@ -47,7 +55,7 @@ export async function packContext(sourceRoot: string, contextDir: string, docker
   const inContext = within(context, dockerfile) ? path.relative(context, dockerfile).split(path.sep).join('/') : undefined;
 
   const rules = ignore();
-  const ignoreFile = await readFile(path.join(context, '.dockerignore'), 'utf8').catch(() => '');
+  const ignoreFile = await readIgnoreFile(root, context);
   rules.add(ignoreFile.split('\n'));
   rules.add('.git');
   // Exceptions (`!pattern`) can reach into an ignored directory, which then must be walked.

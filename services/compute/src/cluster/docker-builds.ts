@@ -3,7 +3,10 @@
 // Engine's build API — the classic builder, since BuildKit over the API needs a session
 // dockerode does not speak. The image is `pier-build/<service id>:<build id>`, which any
 // deployment of the service can run. RUN steps get a bridge network of their own with
-// inter-container traffic off, never a VPC's.
+// inter-container traffic off, never a VPC's; the host firewall (docker-egress-firewall.ts)
+// keeps them off the host and off link-local addresses, as it does VPC containers. The
+// build API takes no capabilities or security options for the step containers (the engine
+// refuses `securityopt` on Linux): they run with Docker's default capabilities.
 //
 // Cancel is the abort of the build request: the engine then kills and removes the step's
 // container itself, in its own time; discard() removes it at once, then the tag and the
@@ -18,9 +21,7 @@ import { DockerEngine, dockerOptions } from './docker-engine.ts';
 import { packContext } from './build-context.ts';
 import { fetchRepository } from './git-source.ts';
 import { LABEL } from './docker-labels.ts';
-
-/** The network RUN steps use: a bridge apart from every VPC, containers on it cannot reach each other. */
-export const BUILD_NETWORK = 'pier-builds';
+import { BUILD_BRIDGE, BUILD_NETWORK, EgressFirewall } from './docker-egress-firewall.ts';
 export const BUILD_IMAGE_REPOSITORY = 'pier-build';
 
 export interface DockerBuilderOptions {
@@ -32,6 +33,8 @@ export interface DockerBuilderOptions {
   /** Memory of a RUN step's container. */
   memoryMiB: number;
   logger: Logger;
+  /** pier/netfilter, the host firewall RUN steps wait for (docker-egress-firewall.ts); null: the operator's own. */
+  egressFirewallImage?: string | null;
 }
 
 function statusCode(err: unknown): number | undefined {
@@ -100,10 +103,12 @@ export class DockerBuilder implements BuilderPort {
   /** What each build made so far, for discard(). */
   private readonly made = new Map<string, Made>();
   private networkReady = false;
+  private readonly firewall: EgressFirewall | null;
 
   constructor(private readonly opts: DockerBuilderOptions) {
     this.engine = new DockerEngine(opts.host, 15_000);
     this.streaming = new Docker(dockerOptions(opts.host, 0));
+    this.firewall = EgressFirewall.of(this.engine, opts.egressFirewallImage, opts.logger);
   }
 
   imageFor(t: BuildTarget): string {
@@ -123,6 +128,7 @@ export class DockerBuilder implements BuilderPort {
     }
     try {
       const context = await packContext(sourceRoot, req.contextDir, req.dockerfilePath);
+      await this.firewall?.ensure();
       await this.ensureNetwork();
       const made: Made = { containers: [], layers: [] };
       this.made.set(req.buildId, made);
@@ -243,7 +249,8 @@ export class DockerBuilder implements BuilderPort {
           Name: BUILD_NETWORK,
           Driver: 'bridge',
           CheckDuplicate: true,
-          Options: { 'com.docker.network.bridge.enable_icc': 'false' },
+          // Named, so the host firewall's rules for it hold before the network exists.
+          Options: { 'com.docker.network.bridge.enable_icc': 'false', 'com.docker.network.bridge.name': BUILD_BRIDGE },
           Labels: { [LABEL.managed]: 'true', [LABEL.kind]: 'build' },
         });
       } catch (err) {

@@ -10,6 +10,20 @@ import { killCommand, markerStripper, pidWithin, wrapped } from './shell-wrapper
 // connection (raw with a TTY, multiplexed stdout/stderr without), under the wrapper of
 // shell-wrapper.ts so that ending a session ends its process.
 
+/** Resolves once `socket` can take more (or is gone). */
+function drainOf(socket: Duplex): Promise<void> {
+  if (!socket.writableNeedDrain || socket.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      socket.off('drain', done);
+      socket.off('close', done);
+      resolve();
+    };
+    socket.on('drain', done);
+    socket.on('close', done);
+  });
+}
+
 export class DockerShell implements ShellPort {
   constructor(private readonly engine: DockerEngine) {}
 
@@ -71,7 +85,9 @@ export class DockerShell implements ShellPort {
     return {
       output,
       exited,
-      write: (data) => void socket.write(data),
+      // The socket's own buffer is the bound: write() answers false past its high-water mark.
+      write: (data) => socket.write(data),
+      drained: () => drainOf(socket),
       endInput: () => socket.end(),
       resize: async (cols, rows) => {
         if (opts.tty) await this.engine.call('exec resize', () => exec.resize({ w: cols, h: rows }));

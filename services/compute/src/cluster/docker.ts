@@ -19,6 +19,7 @@ import { uptimeMs } from './docker-uptime.ts';
 import { DockerEngine } from './docker-engine.ts';
 import type { ClusterCallObserver } from './call-metrics.ts';
 import { CronScheduler } from './docker-cron.ts';
+import { EgressFirewall } from './docker-egress-firewall.ts';
 import { KIND_SERVICE, LABEL, containerName, edgeAlias, volumeName, type DockerRole } from './docker-labels.ts';
 import type { Observation } from '../domain/status.ts';
 
@@ -42,6 +43,11 @@ export interface DockerClusterOptions {
   volumeToolsImage?: string;
   /** Told of each Engine API call (compute's /metrics). */
   observe?: ClusterCallObserver;
+  /**
+   * pier/netfilter (deploy/images/netfilter), the host firewall that keeps VPC containers off
+   * the host and link-local addresses (docker-egress-firewall.ts); null: the operator's own.
+   */
+  egressFirewallImage?: string | null;
 }
 
 /** The exit code in a listing's Status (`Exited (137) 3 seconds ago`, `Restarting (1) ...`). */
@@ -55,12 +61,14 @@ export class DockerCluster implements ClusterPort {
   private readonly docker: Docker;
   private readonly prober = new HealthProber();
   private readonly cron: CronScheduler;
+  private readonly firewall: EgressFirewall | null;
   private cpus?: number;
 
   constructor(private readonly opts: DockerClusterOptions) {
     this.engine = new DockerEngine(opts.host, opts.timeoutMs ?? 15_000, opts.observe);
     this.docker = this.engine.docker;
     this.cron = new CronScheduler(this.engine, opts.logger, opts.cronIntervalMs);
+    this.firewall = EgressFirewall.of(this.engine, opts.egressFirewallImage, opts.logger);
   }
 
   private call<T>(what: string, fn: () => Promise<T>, tally?: { calls: number }): Promise<T> {
@@ -85,6 +93,8 @@ export class DockerCluster implements ClusterPort {
   }
 
   async ensureVpc(scope: VpcScope): Promise<void> {
+    // No container of a VPC starts before the host firewall is in place: every apply comes here first.
+    await this.firewall?.ensure();
     // The databases service joins the same network and may create it at the same moment:
     // the shared helper converges on one network whoever creates it.
     await this.call('network ensure', () =>
@@ -252,6 +262,12 @@ export class DockerCluster implements ClusterPort {
         ...limits,
         RestartPolicy: c.service_type === 'cron' ? { Name: 'no' } : { Name: 'on-failure', MaximumRetryCount: MAX_RESTARTS },
         NetworkMode: network,
+        // A web process needs no capability: Docker already lets any user bind ports under
+        // 1024 in the container's own network namespace (net.ipv4.ip_unprivileged_port_start=0),
+        // and what root does with the defaults (chown, switch users, raw sockets to forge
+        // packets on the VPC's bridge) is what a tenant must not. A run_as_user 0 is the
+        // container's root with nothing more than file ownership. Cron runs copy this.
+        CapDrop: ['ALL'],
         SecurityOpt: ['no-new-privileges'],
         LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '3' } },
         ...(c.disk_mount_path ? { Mounts: [{ Type: 'volume', Source: spec.diskVolume ?? volumeName(spec.serviceId), Target: c.disk_mount_path }] } : {}),
@@ -335,7 +351,14 @@ export class DockerCluster implements ClusterPort {
         Entrypoint: ['chown', `${uid}:${uid}`, '/disk'],
         User: '0',
         Labels: { [LABEL.managed]: 'true', [LABEL.role]: 'disk-setup' },
-        HostConfig: { Mounts: [{ Type: 'volume', Source: volume, Target: '/disk' }], NetworkMode: 'none' },
+        // chown to another user is CAP_CHOWN's, and that is all this container does.
+        HostConfig: {
+          Mounts: [{ Type: 'volume', Source: volume, Target: '/disk' }],
+          NetworkMode: 'none',
+          CapDrop: ['ALL'],
+          CapAdd: ['CHOWN'],
+          SecurityOpt: ['no-new-privileges'],
+        },
       }),
     ).catch((err: Error) => {
       if (/no such image/i.test(err.message)) throw new WorkloadRejectedError(`the image ${image} is not on the engine (deploy/images/build.sh volume-tools)`);

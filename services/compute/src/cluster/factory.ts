@@ -18,6 +18,11 @@ import { kubeConfigFrom } from '@pier/kit/kubernetes';
 import { DockerLogSource } from './docker-logs.ts';
 import { KubernetesLogSource } from './kubernetes-logs.ts';
 
+/** The host firewall's image on docker, or null when the operator keeps the host's firewall (docker-egress-firewall.ts). */
+function egressFirewallImage(config: ComputeConfig): string | null {
+  return config.PIER_EGRESS_FIREWALL === 'on' ? config.PIER_EGRESS_FIREWALL_IMAGE : null;
+}
+
 /** The cluster port; `observe` is told of each of its API calls (compute's /metrics). */
 export function createCluster(config: ComputeConfig, secrets: SecretsPort, logger: Logger, observe?: ClusterCallObserver): ClusterPort {
   if (config.PIER_CLUSTER === 'kubernetes') return KubernetesCluster.fromKubeconfig(config.PIER_KUBECONFIG, logger, observe);
@@ -28,6 +33,7 @@ export function createCluster(config: ComputeConfig, secrets: SecretsPort, logge
     logger,
     cronIntervalMs: config.PIER_COMPUTE_CRON_INTERVAL_MS,
     volumeToolsImage: config.PIER_COMPUTE_BACKUP_IMAGE,
+    egressFirewallImage: egressFirewallImage(config),
   });
 }
 
@@ -54,11 +60,19 @@ export function createBuilder(config: ComputeConfig, guard: UrlGuard, logger: Lo
         registry: config.PIER_BUILD_REGISTRY,
         namespace: config.PIER_BUILD_NAMESPACE,
         buildkitImage: config.PIER_BUILDKIT_IMAGE,
+        pushImage: config.PIER_BUILD_PUSH_IMAGE,
         pushSecret: config.PIER_BUILD_PUSH_SECRET,
         timeoutSeconds: config.PIER_BUILD_TIMEOUT_SECONDS,
         memoryMiB: config.PIER_BUILD_MEMORY_MIB,
       }),
     };
   }
-  return { builder: new DockerBuilder({ ...fetch, host: config.PIER_DOCKER_HOST, memoryMiB: config.PIER_BUILD_MEMORY_MIB }) };
+  return {
+    builder: new DockerBuilder({
+      ...fetch,
+      host: config.PIER_DOCKER_HOST,
+      memoryMiB: config.PIER_BUILD_MEMORY_MIB,
+      egressFirewallImage: egressFirewallImage(config),
+    }),
+  };
 }

@@ -1,6 +1,8 @@
-// Builds on Kubernetes: a Job per build (kubernetes-build-manifests.ts) running rootless
-// BuildKit, which pushes the image to the configured registry; the service's deployments
-// pull it from there. The source is fetched and checked in compute exactly as on Docker
+// Builds on Kubernetes: a Job per build (kubernetes-build-manifests.ts) whose pod builds the
+// image with rootless BuildKit, then pushes it to the configured registry from a second
+// container that alone holds the push credentials; the service's deployments pull it from
+// there by the digest the push reported (`<registry>/<service>:<build>@sha256:...`), so what
+// runs is exactly what this build pushed, whatever happens to the tag later. The source is fetched and checked in compute exactly as on Docker
 // (git-source.ts, or the validated upload), packed into a context tar, and streamed into the
 // build pod through the exec subresource (as `kubectl cp` does), so the URL guard stays in
 // one place and the pod needs no way back to compute.
@@ -20,6 +22,7 @@ import {
   PatchStrategy,
   type KubeConfig,
   type KubernetesObject,
+  type V1ContainerStatus,
   type V1Job,
   type V1Pod,
   type V1Status,
@@ -35,6 +38,7 @@ import type { Manifest } from './kubernetes-manifests.ts';
 import {
   BUILD_CONTAINER,
   BUILD_LABEL,
+  PUSH_CONTAINER,
   SOURCE_DELIVERED,
   buildJobManifest,
   buildJobName,
@@ -53,6 +57,8 @@ export interface KubernetesBuilderOptions {
   registry: string;
   namespace: string;
   buildkitImage: string;
+  /** The image of the push container (pier/image-push). */
+  pushImage: string;
   pushSecret?: string;
   timeoutSeconds: number;
   memoryMiB?: number;
@@ -70,6 +76,31 @@ function typed(m: Manifest): KubernetesObject {
 
 function isNotFound(err: unknown): boolean {
   return (err as { code?: number })?.code === 404;
+}
+
+const DIGEST = /^sha256:[0-9a-f]{64}$/;
+
+function containerStatus(pod: V1Pod, name: string): V1ContainerStatus | undefined {
+  return [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])].find((c) => c.name === name);
+}
+
+/**
+ * What the pod's containers say of the build: the digest the push reported, or why it failed;
+ * nothing while they run.
+ */
+function outcomeOf(pod: V1Pod): { digest: string } | { error: string } | undefined {
+  const built = containerStatus(pod, BUILD_CONTAINER)?.state?.terminated;
+  if (built && built.exitCode !== 0) {
+    const why = built.reason === 'OOMKilled' ? ', out of memory' : '';
+    return { error: `the build failed (exit code ${built.exitCode}${why}); see the log` };
+  }
+  const pushed = containerStatus(pod, PUSH_CONTAINER)?.state?.terminated;
+  const message = pushed?.message?.trim() ?? '';
+  if (pushed?.exitCode === 0) {
+    return DIGEST.test(message) ? { digest: message } : { error: `the push reported no image digest${message ? ` (${message.slice(0, 200)})` : ''}` };
+  }
+  if (pushed) return { error: `the image could not be pushed to the registry: ${message || `exit code ${pushed.exitCode}`}` };
+  return undefined;
 }
 
 export class KubernetesBuilder implements BuilderPort {
@@ -95,12 +126,14 @@ export class KubernetesBuilder implements BuilderPort {
     return {
       namespace: o.namespace,
       buildkitImage: o.buildkitImage,
+      pushImage: o.pushImage,
       pushSecret: o.pushSecret,
       timeoutSeconds: o.timeoutSeconds,
       memoryMiB: o.memoryMiB ?? 2048,
     };
   }
 
+  /** The tag a build pushes; run() answers it with the pushed digest appended. */
   imageFor(t: BuildTarget): string {
     return `${this.opts.registry.replace(/\/+$/, '')}/${t.serviceId}:${t.buildId}`;
   }
@@ -111,7 +144,7 @@ export class KubernetesBuilder implements BuilderPort {
     );
   }
 
-  async run(req: BuildRequest, io: BuildIo): Promise<void> {
+  async run(req: BuildRequest, io: BuildIo): Promise<string> {
     await mkdir(this.opts.workDir, { recursive: true });
     const scratch = await mkdtemp(path.join(this.opts.workDir, `k8s-${req.buildId}-`));
     try {
@@ -135,18 +168,17 @@ export class KubernetesBuilder implements BuilderPort {
       const pod = await this.runningPod(req, io.signal);
       await this.deliver(req, pod, tarFile, (await stat(tarFile)).size);
       await this.apply({ ...job, metadata: { ...job.metadata, annotations: { [SOURCE_DELIVERED]: 'true' } } });
-      await this.follow(req, io);
+      return await this.follow(req, io);
     } finally {
       await rm(scratch, { recursive: true, force: true });
     }
   }
 
-  async reattach(req: BuildRequest, io: BuildIo): Promise<boolean> {
+  async reattach(req: BuildRequest, io: BuildIo): Promise<string | false> {
     const job = await this.readJob(req);
     if (!job?.metadata?.annotations?.[SOURCE_DELIVERED]) return false;
     io.log('\n[pier] compute restarted: following the build Job again (its log from the start)\n');
-    await this.follow(req, io);
-    return true;
+    return this.follow(req, io);
   }
 
   async hasImage(t: BuildTarget): Promise<boolean> {
@@ -177,17 +209,18 @@ export class KubernetesBuilder implements BuilderPort {
     return pods.items.find((p) => !p.metadata?.deletionTimestamp);
   }
 
-  /** The build pod once it runs (its container waits for the source). */
+  /** The build pod once its build container runs (it waits for the source; the pod is still Pending then). */
   private async runningPod(t: BuildTarget, signal: AbortSignal): Promise<string> {
     const deadline = Date.now() + (this.opts.startTimeoutMs ?? 300_000);
     let last = 'not created yet';
     while (Date.now() < deadline) {
       if (signal.aborted) throw signal.reason;
       const pod = await this.pod(t);
-      if (pod?.status?.phase === 'Running') return pod.metadata!.name!;
-      if (pod?.status?.phase === 'Failed' || pod?.status?.phase === 'Succeeded')
-        throw new BuildFailedError(`the build pod ended before it got its source (${pod.status.phase})`);
-      const waiting = pod?.status?.containerStatuses?.[0]?.state?.waiting;
+      const build = pod && containerStatus(pod, BUILD_CONTAINER);
+      if (build?.state?.running) return pod!.metadata!.name!;
+      if (build?.state?.terminated || pod?.status?.phase === 'Failed' || pod?.status?.phase === 'Succeeded')
+        throw new BuildFailedError(`the build pod ended before it got its source (${pod?.status?.phase ?? 'gone'})`);
+      const waiting = build?.state?.waiting;
       last = waiting?.reason ? `${waiting.reason}${waiting.message ? `: ${waiting.message}` : ''}` : (pod?.status?.phase ?? last);
       await sleep(1000, undefined, { signal }).catch(() => undefined);
     }
@@ -226,8 +259,11 @@ export class KubernetesBuilder implements BuilderPort {
     }
   }
 
-  /** Follows the Job to its end, passing on the build container's log as it grows. */
-  private async follow(t: BuildTarget, io: BuildIo): Promise<void> {
+  /**
+   * Follows the Job to its end, passing on the build container's log as it grows; answers the
+   * pushed image by digest, read from the push container's termination message.
+   */
+  private async follow(t: BuildTarget & { image: string }, io: BuildIo): Promise<string> {
     let shown = 0;
     for (;;) {
       if (io.signal.aborted) throw io.signal.reason;
@@ -243,10 +279,18 @@ export class KubernetesBuilder implements BuilderPort {
           shown = text.length;
         }
       }
-      if ((job.status?.succeeded ?? 0) > 0) return;
       const failed = job.status?.conditions?.find((c) => c.type === 'Failed' && c.status === 'True');
+      if (failed?.reason === 'DeadlineExceeded') throw new BuildFailedError('the build Job ran past its deadline');
+      // The pod was read before its log: a container it shows ended has printed all it will.
+      const outcome = pod && outcomeOf(pod);
+      if (outcome && 'error' in outcome) throw new BuildFailedError(outcome.error);
+      if (outcome) {
+        const image = `${t.image}@${outcome.digest}`;
+        io.log(`[pier] pushed ${image}\n`);
+        return image;
+      }
+      if ((job.status?.succeeded ?? 0) > 0) throw new BuildFailedError('the build Job succeeded but its pod, which holds the pushed digest, is gone');
       if (failed || (job.status?.failed ?? 0) > 0) {
-        if (failed?.reason === 'DeadlineExceeded') throw new BuildFailedError('the build Job ran past its deadline');
         throw new BuildFailedError(`the build failed${failed?.message ? `: ${failed.message}` : ''} (see the log)`);
       }
       await sleep(this.opts.pollMs ?? 2000, undefined, { signal: io.signal }).catch(() => undefined);

@@ -19,6 +19,11 @@ const STDIN = 0;
 const RESIZE = 4;
 const CLOSE = 255;
 const CONTAINER = 'app';
+/**
+ * Stdin handed to the socket and not yet on the wire, past which write() says stop (the
+ * kubelet stops reading a stdin the process does not read, and so does the API server).
+ */
+const STDIN_WINDOW = 1 << 20;
 
 /** The exit code in an exec's final status: Success is 0, NonZeroExitCode carries it. */
 export function exitCodeOf(status: V1Status): number | null {
@@ -74,9 +79,20 @@ export class KubernetesShell implements ShellPort {
       .catch((err: unknown) => {
         throw new UnavailableError(`the cluster refused the shell (kubernetes exec: ${(err as Error)?.message ?? String(err)})`, 'cluster_unavailable');
       });
+    // Stdin goes out as frames of our own, not through client-node's stream (`stdin` only asks
+    // the API server for the channel): client-node sends whatever the stream gives at once,
+    // so a process that never reads would have compute hold all of it.
+    let unsent = 0;
+    let waiting: (() => void)[] = [];
+    const release = () => {
+      const ready = waiting;
+      waiting = [];
+      for (const resolve of ready) resolve();
+    };
     let killed = false;
     const exited = new Promise<number | null>((resolve) => {
       socket.on('close', () => {
+        release();
         resolvePid(null);
         if (!stdout.writableEnded) stdout.end();
         if (stderr && !stderr.writableEnded) stderr.end();
@@ -90,7 +106,19 @@ export class KubernetesShell implements ShellPort {
     return {
       output,
       exited,
-      write: (data) => void stdin.write(data),
+      write: (data) => {
+        if (socket.readyState !== socket.OPEN) return true;
+        const bytes = data.length + 1;
+        unsent += bytes;
+        // The callback runs once the frame is handed to the network (or the socket failed).
+        socket.send(frame(STDIN, data), () => {
+          unsent -= bytes;
+          if (unsent <= STDIN_WINDOW / 2) release();
+        });
+        return unsent <= STDIN_WINDOW;
+      },
+      drained: () =>
+        unsent <= STDIN_WINDOW / 2 || socket.readyState !== socket.OPEN ? Promise.resolve() : new Promise<void>((resolve) => waiting.push(resolve)),
       endInput: () => {
         if (socket.protocol === 'v5.channel.k8s.io') socket.send(Buffer.from([CLOSE, STDIN]));
         else socket.close();

@@ -17,6 +17,23 @@ export const K8S_LABEL = {
 export const MANAGED_BY = 'pier';
 /** Namespaces carrying this label (an ingress controller's) may reach a VPC's services. */
 export const INGRESS_NAMESPACE_LABEL = 'pier.dev/ingress';
+/** Pod Security Admission's label: every pod of a VPC namespace must meet the `restricted` standard. */
+export const POD_SECURITY_ENFORCE = 'pod-security.kubernetes.io/enforce';
+/**
+ * Where a tenant's pods must never connect: private ranges (the nodes, the cluster's own pod and
+ * Service addresses, the host's networks), link-local (169.254.169.254, a cloud's metadata and
+ * the node's credentials), loopback, CGNAT, multicast, "this network".
+ */
+export const NON_PUBLIC_RANGES = [
+  '10.0.0.0/8',
+  '172.16.0.0/12',
+  '192.168.0.0/16',
+  '169.254.0.0/16',
+  '100.64.0.0/10',
+  '127.0.0.0/8',
+  '0.0.0.0/8',
+  '224.0.0.0/4',
+];
 /** The label selector of every pod compute runs, in every VPC namespace. */
 export const POD_SELECTOR = `${K8S_LABEL.managedBy}=${MANAGED_BY},${K8S_LABEL.kind}=service`;
 
@@ -65,7 +82,13 @@ export function namespaceManifest(scope: VpcScope): Manifest {
     kind: 'Namespace',
     metadata: {
       name: vpcNamespace(scope.vpcId),
-      labels: { [K8S_LABEL.managedBy]: MANAGED_BY, [K8S_LABEL.workspace]: scope.workspaceId, [K8S_LABEL.vpc]: scope.vpcId },
+      labels: {
+        [K8S_LABEL.managedBy]: MANAGED_BY,
+        [K8S_LABEL.workspace]: scope.workspaceId,
+        [K8S_LABEL.vpc]: scope.vpcId,
+        // The API server refuses a pod that could gain privileges, whoever made it (podTemplate).
+        [POD_SECURITY_ENFORCE]: 'restricted',
+      },
     },
   };
 }
@@ -84,6 +107,45 @@ export function networkPolicyManifest(scope: VpcScope): Manifest {
   };
 }
 
+/**
+ * What a service's pods may reach: the pods of their own VPC (its services and databases), DNS,
+ * and public addresses; never the nodes, other namespaces or link-local addresses. The
+ * databases' pods of the namespace are not selected: theirs is the databases service's policy.
+ */
+export function egressPolicyManifest(scope: VpcScope): Manifest {
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: { name: 'pier-vpc-egress', namespace: vpcNamespace(scope.vpcId), labels: { [K8S_LABEL.managedBy]: MANAGED_BY } },
+    spec: {
+      podSelector: { matchLabels: { [K8S_LABEL.managedBy]: MANAGED_BY, [K8S_LABEL.kind]: 'service' } },
+      policyTypes: ['Egress'],
+      egress: [
+        { to: [{ podSelector: {} }] },
+        {
+          to: [{ namespaceSelector: {} }],
+          ports: [
+            { protocol: 'UDP', port: 53 },
+            { protocol: 'TCP', port: 53 },
+          ],
+        },
+        { to: [{ ipBlock: { cidr: '0.0.0.0/0', except: NON_PUBLIC_RANGES } }] },
+      ],
+    },
+  };
+}
+
+/**
+ * Why `spec` cannot run in a VPC namespace, or null. The `restricted` standard admits no pod
+ * running as uid 0, so run_as_user 0 (allowed on docker, where it is a root without any
+ * capability) is refused here before any object is written.
+ */
+export function podSecurityProblem(spec: WorkloadSpec): string | null {
+  return spec.config.run_as_user === 0
+    ? 'run_as_user 0 (root) cannot run on this cluster: VPC namespaces enforce the Pod Security Standard "restricted", which admits no pod running as root; choose another user'
+    : null;
+}
+
 function env(spec: WorkloadSpec) {
   return spec.env.map((e) =>
     isReference(e) ? { name: e.key, valueFrom: { secretKeyRef: { name: secretObjectName(e.secret_id), key: e.secret_key } } } : { name: e.key, value: e.value },
@@ -100,7 +162,7 @@ function podTemplate(spec: WorkloadSpec, role: 'replica' | 'run') {
     // No empty list: the API server would not store one (the object read back has no `env`).
     ...(spec.env.length ? { env: env(spec) } : {}),
     resources: { requests: resources, limits: resources },
-    securityContext: { allowPrivilegeEscalation: false },
+    securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
   };
   if (c.command) container.command = c.command;
   if (c.args && c.args.length) container.args = c.args;
@@ -119,7 +181,16 @@ function podTemplate(spec: WorkloadSpec, role: 'replica' | 'run') {
       restartPolicy: role === 'run' ? 'Never' : 'Always',
       automountServiceAccountToken: false,
       enableServiceLinks: false,
-      securityContext: { runAsUser: c.run_as_user, ...(c.disk_mount_path ? { fsGroup: c.run_as_user } : {}) },
+      // The Pod Security Standard `restricted`, which the namespace enforces (podSecurityProblem
+      // refuses uid 0 first). A port under 1024 needs no capability: the pod's own network
+      // namespace lets any user bind it, as Docker's do by default.
+      securityContext: {
+        runAsUser: c.run_as_user,
+        runAsNonRoot: true,
+        seccompProfile: { type: 'RuntimeDefault' },
+        ...(c.disk_mount_path ? { fsGroup: c.run_as_user } : {}),
+        ...(c.port !== null && c.port < 1024 ? { sysctls: [{ name: 'net.ipv4.ip_unprivileged_port_start', value: '0' }] } : {}),
+      },
       ...(c.disk_mount_path ? { volumes: [{ name: 'disk', persistentVolumeClaim: { claimName: claimOf(spec) } }] } : {}),
     },
   };

@@ -15,7 +15,17 @@ import {
   type WorkloadSpec,
 } from '../domain/cluster-port.ts';
 import { groupWorkloads, judge, MIN_READY_MS, type ReplicaUnit } from './replicas.ts';
-import { K8S_LABEL, POD_SELECTOR, desiredObjects, namespaceManifest, networkPolicyManifest, ownedObjects, type Manifest } from './kubernetes-manifests.ts';
+import {
+  K8S_LABEL,
+  POD_SELECTOR,
+  desiredObjects,
+  egressPolicyManifest,
+  namespaceManifest,
+  networkPolicyManifest,
+  ownedObjects,
+  podSecurityProblem,
+  type Manifest,
+} from './kubernetes-manifests.ts';
 import type { Observation } from '../domain/status.ts';
 
 /** Field manager of compute's server-side applies. */
@@ -221,9 +231,12 @@ export class KubernetesCluster implements ClusterPort {
   async ensureVpc(scope: VpcScope): Promise<void> {
     await this.serverSideApply(namespaceManifest(scope));
     await this.serverSideApply(networkPolicyManifest(scope));
+    await this.serverSideApply(egressPolicyManifest(scope));
   }
 
   async apply(spec: WorkloadSpec): Promise<void> {
+    const problem = podSecurityProblem(spec);
+    if (problem) throw new WorkloadRejectedError(problem);
     await this.ensureVpc(spec);
     const { apply, remove } = desiredObjects(spec);
     for (const m of apply) await this.serverSideApply(m);

@@ -120,6 +120,13 @@ export class DockerDemuxer {
   }
 }
 
+/** A whole multiplexed log (a container's, read without following) as text: stdout and stderr as they came. */
+export function framesText(raw: Buffer): string {
+  const parts: Buffer[] = [];
+  new DockerDemuxer((_stream, payload) => parts.push(payload)).write(raw);
+  return Buffer.concat(parts).toString('utf8');
+}
+
 /**
  * Lines pushed as a stream reads them, pulled in batches. While `highWater` lines wait,
  * `room` holds back whoever pushes (a stream's write callback, or its pause).

@@ -178,15 +178,12 @@ export class BuildWorker implements BuildRunner {
         if (build.source === 'upload' && mode === 'run' && !(await this.ctx.builds.sources.has(build.id))) {
           throw new BuildFailedError("the uploaded source is gone (compute's work directory was emptied); upload it again");
         }
-        if (mode === 'reattach') {
-          if (!(await builder.reattach(req, io)))
-            throw new BuildFailedError('compute restarted while this build ran and the build could not be followed again; start it again');
-        } else {
-          await builder.run(req, io);
-        }
+        const built = mode === 'reattach' ? await builder.reattach(req, io) : await builder.run(req, io);
+        if (built === false) throw new BuildFailedError('compute restarted while this build ran and the build could not be followed again; start it again');
         crashPoint('compute.build.built');
         if (signal.aborted) throw signal.reason;
-        image = req.image;
+        // Kubernetes answers the pushed reference with its digest: that, not the tag, is deployed.
+        image = typeof built === 'string' ? built : req.image;
         await store.updateBuild(build.id, { image });
       }
       let deploymentId: string | null = null;
@@ -233,7 +230,8 @@ export class BuildWorker implements BuildRunner {
 
   /**
    * A new deployment of the built image, through the ordinary rollout. Idempotent: the image
-   * name is the build's own, so a deployment of it (even one a crash left pending, which the
+   * name is the build's own (its id is the tag, also in front of a Kubernetes digest, which two
+   * builds of the same content may share), so a deployment of it (even one a crash left pending, which the
    * reconciler finishes) is this build's, and is not made twice.
    */
   private deploy(build: Build, image: string): Promise<string> {

@@ -42,16 +42,22 @@ export interface BuilderPort {
   readonly kind: 'docker' | 'kubernetes';
   /** Kubernetes Jobs go on while compute restarts (reattached); a Docker build dies with its connection. */
   readonly survivesRestart: boolean;
-  /** The image reference a build of this service makes, usable by the service's deployments. */
+  /** The image reference a build of this service makes (Kubernetes: the tag it pushes). */
   imageFor(target: BuildTarget): string;
   /**
-   * Runs the build to its end and resolves when the image exists. Throws BuildFailedError for
-   * the build's own failure (a refused URL, a clone or a Dockerfile that fails) and
-   * UnavailableError when the cluster cannot be reached.
+   * Runs the build to its end and resolves when the image exists: with the reference the
+   * service's deployments must use when it is not `req.image` (Kubernetes: the pushed tag with
+   * its digest, `...:<build>@sha256:...`, so a deployment runs exactly what this build pushed;
+   * Docker: nothing, its local tag is the image). Throws BuildFailedError for the build's own
+   * failure (a refused URL, a clone, a Dockerfile or a push that fails) and UnavailableError
+   * when the cluster cannot be reached.
    */
-  run(req: BuildRequest, io: BuildIo): Promise<void>;
-  /** Follows a build a previous process started; false when there is none to follow. */
-  reattach(req: BuildRequest, io: BuildIo): Promise<boolean>;
+  run(req: BuildRequest, io: BuildIo): Promise<string | void>;
+  /**
+   * Follows a build a previous process started: the image as run() answers it (a reference,
+   * or true for `req.image`); false when there is none to follow.
+   */
+  reattach(req: BuildRequest, io: BuildIo): Promise<string | boolean>;
   /** Whether the build's image exists (it finished before a crash). */
   hasImage(target: BuildTarget): Promise<boolean>;
   /** Removes what a build made or left: its image, build containers or Job. Idempotent. */

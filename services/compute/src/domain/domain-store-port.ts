@@ -13,11 +13,15 @@ export interface Domain {
   workspace_id: string;
   vpc_id: string;
   service_id: string;
-  /** Lowercase ASCII (punycode), no trailing dot; unique across the platform. */
+  /** Lowercase ASCII (punycode), no trailing dot; held by one verified domain at most, claimed by any number of pending ones. */
   hostname: string;
   status: DomainStatus;
-  /** The value the TXT record `_pier-challenge.<hostname>` must hold. */
+  /** The value the TXT record `_pier-challenge.<hostname>` must hold: random per claim, so no claim verifies with another's record. */
   verification_token: string;
+  /** When DNS first proved the claimant controls the hostname: from then on this domain alone holds it. */
+  verified_at: Date | null;
+  /** An unverified claim lapses then and is treated as gone; null once verified. */
+  claim_expires_at: Date | null;
   /** True once DNS checked out: the edge routes the hostname (verified, active, or failed at TLS). */
   routed: boolean;
   tls_status: TlsStatus;
@@ -30,7 +34,14 @@ export interface Domain {
   updated_at: Date;
 }
 
-export type NewDomain = Pick<Domain, 'workspace_id' | 'vpc_id' | 'service_id' | 'hostname' | 'verification_token'>;
+export type NewDomain = Pick<Domain, 'workspace_id' | 'vpc_id' | 'service_id' | 'hostname' | 'verification_token' | 'claim_expires_at'>;
+
+/** The service a removed claim belonged to: whom its event is for. */
+export type ClaimOwner = Pick<Service, 'id' | 'workspace_id' | 'vpc_id' | 'name'>;
+export interface RemovedClaim {
+  domain: Domain;
+  owner: ClaimOwner;
+}
 export type DomainPatch = Partial<
   Pick<Domain, 'status' | 'routed' | 'tls_status' | 'tls_issuer' | 'tls_expires_at' | 'tls_error' | 'error' | 'last_checked_at'>
 >;
@@ -39,12 +50,30 @@ export interface DomainStore {
   transaction<T>(fn: (tx: DomainStore) => Promise<T>): Promise<T>;
   writeEvent(event: PierEvent): Promise<void>;
 
-  /** ConflictError `hostname_taken` when the hostname is attached anywhere on the platform. */
+  /** Serialises claims on `hostname` across every compute until the transaction ends (call it in one). */
+  lockHostname(hostname: string): Promise<void>;
+  /** The verified domain holding `hostname`, wherever it is. */
+  hostnameHolder(hostname: string): Promise<Domain | undefined>;
+  /** ConflictError `hostname_taken` when the service has the hostname already. */
   insertDomain(row: NewDomain): Promise<Domain>;
-  findDomain(serviceId: string, id: string): Promise<Domain | undefined>;
+  /**
+   * Reads below see only live domains at `now`: verified ones, and claims not yet lapsed. A
+   * lapsed claim is gone to every reader before the expiry pass removes its row.
+   */
+  findDomain(serviceId: string, id: string, now: Date): Promise<Domain | undefined>;
   /** Oldest first (the order they were attached). */
-  listDomains(serviceId: string, page: PageRequest): Promise<Page<Domain>>;
-  countDomains(serviceId: string): Promise<number>;
+  listDomains(serviceId: string, page: PageRequest, now: Date): Promise<Page<Domain>>;
+  countDomains(serviceId: string, now: Date): Promise<number>;
+  /**
+   * Makes a live, unverified claim the hostname's holder (verified at `now`, no expiry);
+   * undefined when the claim is no longer there. ConflictError `hostname_taken` when another
+   * domain was verified for the hostname (the partial unique index's verdict).
+   */
+  markVerified(id: string, now: Date): Promise<Domain | undefined>;
+  /** Removes every unverified claim on `hostname` but `keepId`'s. */
+  removeRivalClaims(hostname: string, keepId: string): Promise<RemovedClaim[]>;
+  /** Removes claims lapsed by `now`: at most `limit`, or those of one service and hostname. */
+  removeLapsedClaims(now: Date, which: { limit: number } | { serviceId: string; hostname: string }): Promise<RemovedClaim[]>;
   updateDomain(id: string, patch: DomainPatch): Promise<Domain>;
   deleteDomain(id: string): Promise<void>;
   /** Services the edge routes: live web services with a port (not being deleted). */

@@ -1,11 +1,14 @@
 // Custom domains: attach a hostname to a web service, prove it with DNS (a TXT record and a
-// record that routes to the edge), then route it and get it a certificate over ACME.
+// record that routes to the edge), then route it and get it a certificate over ACME. Attaching
+// is only a claim; the verified domain alone holds the hostname (domain-claims.ts).
 //
 // The order keeps our records honest, as rollouts do: the edge is changed first (with the
 // table as it will be), then one transaction records the outcome and its event. An edge
-// that cannot be reached is a 503 with nothing written.
+// that cannot be reached is a 503 with nothing written, but for a verify's hold on the
+// hostname, which DNS proved and which stands (verify again once the edge answers).
 import { randomBytes } from 'node:crypto';
 import { ConflictError, NotFoundError, UnavailableError, isUuid, type Page, type PageRequest } from '@pier/kit';
+import { claimHostname, winClaim } from './domain-claims.ts';
 import { findMutable, findService, type ComputeContext } from './context.ts';
 import type { Domain, DomainPatch } from './domain-store-port.ts';
 import type { EdgePort } from './edge-port.ts';
@@ -38,14 +41,14 @@ function edgeOf(ctx: ComputeContext): EdgePort {
 
 async function findDomain(ctx: ComputeContext, service: Service, id: string): Promise<Domain> {
   if (!isUuid(id)) throw domainNotFound();
-  const d = await ctx.edge.store.findDomain(service.id, id.toLowerCase());
+  const d = await ctx.edge.store.findDomain(service.id, id.toLowerCase(), ctx.now());
   if (!d) throw domainNotFound();
   return d;
 }
 
 export async function listDomains(ctx: ComputeContext, scope: Scope, serviceId: string, page: PageRequest): Promise<{ service: Service; page: Page<Domain> }> {
   const service = await findService(ctx, scope, serviceId);
-  return { service, page: await ctx.edge.store.listDomains(service.id, page) };
+  return { service, page: await ctx.edge.store.listDomains(service.id, page, ctx.now()) };
 }
 
 export async function addDomain(
@@ -63,22 +66,12 @@ export async function addDomain(
   const max = ctx.edge.settings.maxDomainsPerService;
   // Serialised per service, so two attaches cannot both pass the cap.
   const domain = await ctx.locks.run(`domains:${service.id}`, async () => {
-    if ((await ctx.edge.store.countDomains(service.id)) >= max) {
+    if ((await ctx.edge.store.countDomains(service.id, ctx.now())) >= max) {
       throw new ConflictError(`a service holds at most ${max} custom domains; detach one first`, 'domain_limit');
     }
-    return ctx.edge.store.transaction(async (tx) => {
-      const d = await tx.insertDomain({
-        workspace_id: service.workspace_id,
-        vpc_id: service.vpc_id,
-        service_id: service.id,
-        hostname,
-        verification_token: randomBytes(16).toString('hex'),
-      });
-      await tx.writeEvent(events.domain(service, 'added', d));
-      return d;
-    });
+    // Random per claim: a claimant can only verify with a TXT value no other claim has.
+    return claimHostname(ctx, service, hostname, randomBytes(16).toString('hex'));
   });
-  ctx.eventsWritten();
   return { service, domain };
 }
 
@@ -138,8 +131,11 @@ export async function verifyDomain(ctx: ComputeContext, scope: Scope, serviceId:
       if (!d.routed) return record(ctx, service, d, failed);
       return (await syncEdge(ctx, { drop: d.id }, () => record(ctx, service, d, failed)))!;
     }
-    const routed = { status: d.status === 'active' ? 'active' : 'verified', routed: true, error: null, last_checked_at: now } as const;
-    const verified = (await syncEdge(ctx, { add: { ...d, routed: true } }, () => record(ctx, service, d, routed)))!;
+    // Held before it is routed: the edge never routes a name two services claim.
+    const held = await winClaim(ctx, service, d);
+    if (!held) throw domainNotFound();
+    const routed = { status: held.status === 'active' ? 'active' : 'verified', routed: true, error: null, last_checked_at: now } as const;
+    const verified = (await syncEdge(ctx, { add: { ...held, routed: true } }, () => record(ctx, service, held, routed)))!;
     return verified.status === 'active' ? verified : certify(ctx, service, verified);
   });
   return { service, domain };

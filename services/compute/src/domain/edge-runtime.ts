@@ -10,6 +10,8 @@ export interface EdgeSettings {
   appsDomain: string;
   /** Custom domains one service may hold. */
   maxDomainsPerService: number;
+  /** How long an unverified claim on a hostname lasts. */
+  claimTtlMs: number;
   /** A certificate is renewed once it expires within this long. */
   renewBeforeMs: number;
 }

@@ -58,7 +58,7 @@ export class EdgeWorker implements EdgeSyncer {
       // A verify in progress is issuing it right now.
       if (this.stopped || this.ctx.locks.busy(key)) continue;
       await this.ctx.locks.run(key, async () => {
-        const current = await this.ctx.edge.store.findDomain(d.service_id, d.id);
+        const current = await this.ctx.edge.store.findDomain(d.service_id, d.id, now);
         const service = current && (await this.ctx.store.serviceById(current.service_id));
         if (!current?.routed || !service || service.deleted_at) return;
         const after = await certify(this.ctx, service, current);

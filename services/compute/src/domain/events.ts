@@ -8,9 +8,21 @@ import type { Build } from './build-store-port.ts';
 import type { DiskBackup, DiskBackupSchedule, DiskRestore } from './disk-backup-store-port.ts';
 import type { Domain } from './domain-store-port.ts';
 
-function event(service: Service, kind: string, data: Record<string, unknown>): PierEvent {
+/** What an event needs of its service: a removed domain claim has only this of it. */
+type EventSubject = Pick<Service, 'id' | 'workspace_id' | 'vpc_id' | 'name'>;
+
+function event(service: EventSubject, kind: string, data: Record<string, unknown>): PierEvent {
   return { kind, workspaceId: service.workspace_id, vpcId: service.vpc_id, resourceId: service.id, data: { name: service.name, ...data } };
 }
+
+/** What both shell events say of a session. */
+export type ExecRecord = {
+  session_id: string;
+  user_id: string;
+  replica: string;
+  program: string;
+  arg_count: number;
+};
 
 export const events = {
   created: (s: Service) => event(s, 'service.created', { status: s.status, service_type: s.service_type }),
@@ -23,11 +35,13 @@ export const events = {
     event(s, 'service.deployment_finished', { deployment_id: deploymentId, status, message }),
   envUpdated: (s: Service, keys: string[]) => event(s, 'service.env_updated', { keys }),
   deleted: (s: Service) => event(s, 'service.deleted', {}),
-  /** Who opened a shell where, running what; never what went through it. */
-  execStarted: (s: Service, data: { user_id: string; email: string | null; replica: string; command: string[]; tty: boolean }) =>
-    event(s, 'service.exec.started', data),
-  execEnded: (s: Service, data: { user_id: string; replica: string; command: string[]; duration_ms: number; exit_code: number | null; reason: string }) =>
-    event(s, 'service.exec.ended', data),
+  /**
+   * Who opened a shell where, running which program (the basename of argv[0]) with how many
+   * arguments; never the arguments (people type secrets into command lines) nor what went
+   * through it. `session_id` pairs the two events of a session.
+   */
+  execStarted: (s: Service, data: ExecRecord & { email: string | null; tty: boolean }) => event(s, 'service.exec.started', data),
+  execEnded: (s: Service, data: ExecRecord & { duration_ms: number; exit_code: number | null; reason: string }) => event(s, 'service.exec.ended', data),
   /** A build changed state: queued, started, succeeded, failed or cancelled. */
   build: (s: Service, b: Build) =>
     event(s, `service.build.${b.status === 'running' ? 'started' : b.status}`, {
@@ -45,8 +59,12 @@ export const events = {
   /** Uptime checks found the service up (again: `incident_started_at`, when it had been down, else null). */
   uptimeUp: (s: Service, data: { previous: string; path: string; status_code: number | null; latency_ms: number | null; incident_started_at: string | null }) =>
     event(s, 'service.uptime.up', data),
-  /** A custom domain was added, verified, became active, failed or was removed. */
-  domain: (s: Service, what: 'added' | 'verified' | 'active' | 'failed' | 'removed', d: Domain) =>
+  /**
+   * A custom domain was added, verified, became active, failed or was removed (detached); or an
+   * unverified claim went: `expired` (never verified in time) or `lost` (another service's
+   * claim on the hostname passed DNS verification).
+   */
+  domain: (s: EventSubject, what: 'added' | 'verified' | 'active' | 'failed' | 'removed' | 'expired' | 'lost', d: Domain) =>
     event(s, `service.domain.${what}`, { domain_id: d.id, hostname: d.hostname, status: d.status, tls_status: d.tls_status, error: d.error }),
   /** A disk backup started, completed or failed. */
   diskBackup: (s: Service, b: DiskBackup) =>

@@ -1,13 +1,14 @@
 // A shell in a running replica (GET exec, upgraded to a WebSocket). Judged before the
 // handshake: the service exists and runs (409 otherwise), the replica asked for runs. Each
 // session is recorded as `service.exec.started` and `service.exec.ended` (who, which
-// replica, which command, how long, how it ended) — never what went through it — and ends
-// after an idle time or a maximum length.
+// replica, which program with how many arguments, how long, how it ended) — never the
+// arguments nor what went through it — and ends after an idle time or a maximum length.
+import { randomUUID } from 'node:crypto';
 import { ConflictError, NotFoundError } from '@pier/kit';
 import type { Scope, Service } from './records.ts';
 import type { ShellProcess, ShellReplica } from './shell-port.ts';
 import { getService } from './services.ts';
-import { events } from './events.ts';
+import { events, type ExecRecord } from './events.ts';
 import { refOf, serviceNotFound, type ComputeContext } from './context.ts';
 
 export const DEFAULT_COMMAND = ['/bin/sh'];
@@ -56,6 +57,12 @@ export async function prepareShell(ctx: ComputeContext, scope: Scope, serviceId:
   return { service, replica, command: req.command?.length ? req.command : DEFAULT_COMMAND, tty: req.tty };
 }
 
+/** A command line as it is recorded: its program's name and how many arguments, never the arguments. */
+export function commandRecord(argv: string[]): { program: string; arg_count: number } {
+  const first = argv[0] ?? '';
+  return { program: first.replace(/\/+$/, '').split('/').pop() || first, arg_count: Math.max(argv.length - 1, 0) };
+}
+
 export type EndReason = 'exited' | 'client_closed' | 'idle_timeout' | 'max_duration' | 'failed';
 
 /**
@@ -74,7 +81,8 @@ export class ShellSession {
   private constructor(
     private readonly ctx: ComputeContext,
     private readonly prepared: PreparedShell,
-    private readonly caller: ShellCaller,
+    /** What both of the session's events say of it. */
+    private readonly record: ExecRecord,
     readonly process: ShellProcess,
     private readonly limits: ShellLimits,
   ) {
@@ -96,11 +104,10 @@ export class ShellSession {
   ): Promise<ShellSession> {
     const { service, replica, command, tty } = prepared;
     const process = await ctx.shell.open(refOf(service), replica, { command, tty, user: service.run_as_user, ...size });
-    await ctx.store.transaction((tx) =>
-      tx.writeEvent(events.execStarted(service, { user_id: caller.userId, email: caller.email ?? null, replica: replica.replica, command, tty })),
-    );
+    const record: ExecRecord = { session_id: randomUUID(), user_id: caller.userId, replica: replica.replica, ...commandRecord(command) };
+    await ctx.store.transaction((tx) => tx.writeEvent(events.execStarted(service, { ...record, email: caller.email ?? null, tty })));
     ctx.eventsWritten();
-    return new ShellSession(ctx, prepared, caller, process, limits);
+    return new ShellSession(ctx, prepared, record, process, limits);
   }
 
   /** Input or output went through: the idle clock starts again. */
@@ -115,15 +122,11 @@ export class ShellSession {
       clearTimeout(this.idle);
       clearTimeout(this.max);
       if (reason !== 'exited') await this.process.kill().catch((err: unknown) => this.ctx.log.warn({ err: String(err) }, 'could not end a shell process'));
-      const { service, replica, command } = this.prepared;
+      const { service } = this.prepared;
       const durationMs = this.ctx.now().getTime() - this.startedAt;
       this.resolveEnded({ reason, code });
       await this.ctx.store
-        .transaction((tx) =>
-          tx.writeEvent(
-            events.execEnded(service, { user_id: this.caller.userId, replica: replica.replica, command, duration_ms: durationMs, exit_code: code, reason }),
-          ),
-        )
+        .transaction((tx) => tx.writeEvent(events.execEnded(service, { ...this.record, duration_ms: durationMs, exit_code: code, reason })))
         .then(() => this.ctx.eventsWritten())
         .catch((err: unknown) => this.ctx.log.warn({ err: String(err), service: service.id }, 'could not record the end of a shell session'));
     })();

@@ -24,7 +24,13 @@ export interface ShellOptions {
 export interface ShellProcess {
   /** What the process prints: with a TTY stdout and stderr are one stream; without, both arrive here in order. */
   output: Readable;
-  write(data: Buffer): void;
+  /**
+   * Hands bytes to the process's standard input. False once what waits for it is over a
+   * small bound (the process is not reading): stop taking input until `drained()`.
+   */
+  write(data: Buffer): boolean;
+  /** Resolves once the input written so far is under the bound again (or the process is gone). */
+  drained(): Promise<void>;
   /** Closes the process's standard input (EOF). */
   endInput(): void;
   resize(cols: number, rows: number): Promise<void>;

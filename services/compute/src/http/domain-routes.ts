@@ -52,7 +52,7 @@ export function domainRoutes(ctx: ComputeContext): Route[] {
     defineRoute({
       method: 'post',
       path: DOMAINS,
-      summary: 'Attach a custom domain: create the `verification` TXT record and the `routing` record shown, then call verify',
+      summary: 'Claim a custom domain: create the `verification` TXT record and the `routing` record shown, then call verify before `claim_expires_at`',
       tag: 'services',
       access: 'Admin',
       params: serviceParams,
@@ -60,11 +60,14 @@ export function domainRoutes(ctx: ComputeContext): Route[] {
         hostname: z.string().min(1).max(253).describe('A fully qualified hostname such as www.example.com (unicode names are stored as punycode)'),
       }),
       responses: {
-        201: { description: 'The domain, `pending`', schema: domainSchema },
+        201: {
+          description: 'The domain, `pending`: a claim other services may hold on the same hostname too, until one of them verifies',
+          schema: domainSchema,
+        },
         ...errors,
         409: {
           description:
-            'The hostname is attached to a service already, in any workspace (`hostname_taken`); the service holds the most domains allowed (`domain_limit`); the service is not a web service (`service_not_routed`) or is being deleted',
+            'The hostname is verified for a service, in any workspace, or this service claims it already (`hostname_taken`); the service holds the most domains allowed (`domain_limit`); the service is not a web service (`service_not_routed`) or is being deleted',
         },
       },
       handler: async ({ params, body }) => {
@@ -76,11 +79,16 @@ export function domainRoutes(ctx: ComputeContext): Route[] {
       method: 'post',
       path: `${DOMAINS}/{domainID}/verify`,
       summary:
-        'Re-check DNS and issue TLS: when the TXT and routing records check out, the hostname routes to the service and a certificate is obtained over ACME; the answer is `active`, `verified` (certificate on its way) or `failed` with `error`',
+        "Re-check DNS and issue TLS: when the TXT and routing records check out, the domain becomes the hostname's one holder (other services' pending claims on it are removed), the hostname routes to the service and a certificate is obtained over ACME; the answer is `active`, `verified` (certificate on its way) or `failed` with `error`",
       tag: 'services',
       access: 'Admin',
       params: domainParams,
-      responses: { 200: { description: 'The domain as it now stands', schema: domainSchema }, ...errors, 409: { description: 'The service is being deleted' } },
+      responses: {
+        200: { description: 'The domain as it now stands', schema: domainSchema },
+        ...errors,
+        404: { description: 'Service or domain not found; a claim that lapsed, or that another service won by verifying first, is gone (`domain_not_found`)' },
+        409: { description: 'Another service verified the hostname first (`hostname_taken`); the service is being deleted' },
+      },
       handler: async ({ params }) => {
         const { service, domain } = await verifyDomain(ctx, scope(params), params.serviceID, params.domainID);
         return { status: 200, body: (await render(ctx, service, [domain]))[0]! };

@@ -29,6 +29,16 @@ export const domainSchema = z.object({
     expires_at: z.string().nullable(),
     error: z.string().nullable().describe('Why the last issuance or renewal failed'),
   }),
+  verified_at: z
+    .string()
+    .nullable()
+    .describe('When DNS first proved the hostname yours: from then on this domain alone holds it. Null while it is a pending claim'),
+  claim_expires_at: z
+    .string()
+    .nullable()
+    .describe(
+      'A claim not yet verified lapses then and is removed; until it is verified, other services may claim the hostname too, and the first to verify wins. Null once verified',
+    ),
   last_checked_at: z.string().nullable().describe('When DNS was last checked (by verify)'),
   error: z.string().nullable().describe('What DNS or the certificate authority answered, with what was expected and what was found'),
   created_at: z.string(),
@@ -54,6 +64,8 @@ export function domainJson(d: Domain, targets: RoutingTargets): z.infer<typeof d
     verification: { type: 'TXT', name: `${CHALLENGE_PREFIX}.${d.hostname}`, value: verificationValue(d) },
     routing,
     tls: { status: d.tls_status, issuer: d.tls_issuer, expires_at: iso(d.tls_expires_at), error: d.tls_error },
+    verified_at: iso(d.verified_at),
+    claim_expires_at: iso(d.claim_expires_at),
     last_checked_at: iso(d.last_checked_at),
     error: d.error,
     created_at: iso(d.created_at)!,

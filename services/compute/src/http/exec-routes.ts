@@ -50,13 +50,43 @@ function pump(session: ShellSession, ws: WebSocket): void {
 
 type Frame = [data: RawData, isBinary: boolean];
 
+/**
+ * The largest frame a client may send (a bigger one closes the socket with 1009): ws holds a
+ * frame whole before handing it over, and a terminal or a pipe sends 64 KiB at most.
+ */
+export const MAX_FRAME = 1 << 20;
+/** While the socket is not read, a ping this often finds a client that went (the write fails). */
+const PAUSED_PING_MS = 5000;
+
+/**
+ * Stdin with backpressure: while the process does not take its input, the socket is not read
+ * (TCP pushes back on the client), so compute holds at most a frame and the process's small
+ * buffer, whatever the client sends. A paused socket cannot see a close: pings find a client
+ * that went away.
+ */
+function stdinOf(session: ShellSession, ws: WebSocket): (bytes: Buffer) => void {
+  let paused = false;
+  return (bytes) => {
+    if (session.process.write(bytes) || paused) return;
+    paused = true;
+    ws.pause();
+    const ping = setInterval(() => ws.readyState === ws.OPEN && ws.ping(), PAUSED_PING_MS);
+    void session.process.drained().then(() => {
+      clearInterval(ping);
+      paused = false;
+      ws.resume();
+    });
+  };
+}
+
 /** Joins the socket and the session; `early` are the frames that came while the process started. */
 function attach(ctx: ComputeContext, ws: WebSocket, session: ShellSession, early: Frame[]): void {
   pump(session, ws);
+  const stdin = stdinOf(session, ws);
   const onFrame = (data: RawData, isBinary: boolean) => {
     session.activity();
-    const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
-    if (isBinary) return session.process.write(bytes);
+    const bytes = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
+    if (isBinary) return stdin(bytes);
     let message: z.infer<typeof control>;
     try {
       message = control.parse(JSON.parse(bytes.toString('utf8')));
@@ -66,9 +96,12 @@ function attach(ctx: ComputeContext, ws: WebSocket, session: ShellSession, early
     if (message.type === 'eof') session.process.endInput();
     else void session.process.resize(message.cols, message.rows).catch((err: unknown) => ctx.log.warn({ err: String(err) }, 'a shell resize failed'));
   };
-  for (const [data, isBinary] of early) onFrame(data, isBinary);
   ws.on('message', onFrame);
   ws.on('close', () => void session.end('client_closed'));
+  // Read again (connected() stopped while the process started); new frames come in a later
+  // tick, after the early ones, which may stop it once more.
+  ws.resume();
+  for (const [data, isBinary] of early) onFrame(data, isBinary);
   void session.ended.then(async ({ reason, code }) => {
     if (reason === 'exited') {
       // Everything the process printed goes out before the exit message.
@@ -78,6 +111,8 @@ function attach(ctx: ComputeContext, ws: WebSocket, session: ShellSession, early
     } else if (reason === 'idle_timeout' || reason === 'max_duration') {
       sendJson(ws, { type: 'error', message: reason === 'idle_timeout' ? 'the session was idle too long' : 'the session reached its maximum length' });
     }
+    // The client's answer to the close must be read, even if its input was waiting.
+    ws.resume();
     if (ws.readyState === ws.OPEN) ws.close(1000);
   });
 }
@@ -90,6 +125,7 @@ export function execRoutes(ctx: ComputeContext, limits: ShellLimits): UpgradeRou
       tag: 'services',
       // A shell reads every secret the container holds.
       access: 'Admin',
+      maxPayload: MAX_FRAME,
       params: serviceParams,
       query: execQuery,
       responses: {
@@ -110,6 +146,8 @@ export function execRoutes(ctx: ComputeContext, limits: ShellLimits): UpgradeRou
         const early: Frame[] = [];
         const hold = (data: RawData, isBinary: boolean) => early.push([data, isBinary]);
         ws.on('message', hold);
+        // Not read while the process starts, so `early` holds what had already come, no more.
+        ws.pause();
         ShellSession.open(ctx, prepared, caller, limits, prepared.size).then(
           (session) => {
             ws.off('message', hold);
@@ -119,6 +157,7 @@ export function execRoutes(ctx: ComputeContext, limits: ShellLimits): UpgradeRou
           (err: unknown) => {
             log.warn({ err: String(err), service: prepared.service.id }, 'a shell could not start');
             sendJson(ws, { type: 'error', message: err instanceof Error ? err.message : 'the shell could not start' });
+            ws.resume();
             ws.close(1011);
           },
         );

@@ -1,10 +1,16 @@
 import { ConflictError, keysetPage, mapPage, pgErrorOf, writeEvent, type Knex, type Page, type PageRequest, type PierEvent } from '@pier/kit';
-import type { Domain, DomainPatch, DomainStore, NewDomain } from '../domain/domain-store-port.ts';
+import type { ClaimOwner, Domain, DomainPatch, DomainStore, NewDomain, RemovedClaim } from '../domain/domain-store-port.ts';
 import type { Service } from '../domain/records.ts';
 
 type Db = Knex | Knex.Transaction;
+type Query = Knex.QueryBuilder;
 
 const domainRow = (r: Record<string, unknown>): Domain => r as unknown as Domain;
+
+/** Verified domains, and claims that have not lapsed by `now`. */
+const live = (q: Query, now: Date): Query => q.andWhere((w) => w.whereNotNull('verified_at').orWhere('claim_expires_at', '>', now));
+/** Unverified claims that lapsed by `now`. */
+const lapsed = (q: Query, now: Date): Query => q.whereNull('verified_at').andWhere('claim_expires_at', '<=', now);
 
 export class KnexDomainStore implements DomainStore {
   constructor(private readonly db: Db) {}
@@ -17,30 +23,91 @@ export class KnexDomainStore implements DomainStore {
     return writeEvent(this.db, event);
   }
 
+  async lockHostname(hostname: string): Promise<void> {
+    await this.db.raw(`select pg_advisory_xact_lock(hashtextextended('compute.domains:' || ?, 0))`, [hostname]);
+  }
+
+  async hostnameHolder(hostname: string): Promise<Domain | undefined> {
+    const r = await this.db('domains').where({ hostname }).whereNotNull('verified_at').first();
+    return r ? domainRow(r) : undefined;
+  }
+
   async insertDomain(row: NewDomain): Promise<Domain> {
     try {
       const [r] = await this.db('domains').insert(row).returning('*');
       return domainRow(r);
     } catch (err) {
       const known = pgErrorOf(err);
-      // The unique index spans every workspace: whoever holds the name, it is not free.
-      if (known instanceof ConflictError) throw new ConflictError(`${row.hostname} is already attached to a service`, 'hostname_taken');
+      // Only (service, hostname) is unique among claims: other services may claim it too.
+      if (known instanceof ConflictError) throw new ConflictError(`${row.hostname} is already attached to this service`, 'hostname_taken');
       throw known ?? err;
     }
   }
 
-  async findDomain(serviceId: string, id: string): Promise<Domain | undefined> {
-    const r = await this.db('domains').where({ id, service_id: serviceId }).first();
+  async findDomain(serviceId: string, id: string, now: Date): Promise<Domain | undefined> {
+    const r = await live(this.db('domains').where({ id, service_id: serviceId }), now).first();
     return r ? domainRow(r) : undefined;
   }
 
-  async listDomains(serviceId: string, page: PageRequest): Promise<Page<Domain>> {
-    return mapPage(await keysetPage<Record<string, unknown>>(this.db('domains').where({ service_id: serviceId }), page, { order: 'asc' }), domainRow);
+  async listDomains(serviceId: string, page: PageRequest, now: Date): Promise<Page<Domain>> {
+    return mapPage(
+      await keysetPage<Record<string, unknown>>(live(this.db('domains').where({ service_id: serviceId }), now), page, { order: 'asc' }),
+      domainRow,
+    );
   }
 
-  async countDomains(serviceId: string): Promise<number> {
-    const [r] = await this.db('domains').where({ service_id: serviceId }).count<{ count: string }[]>('* as count');
+  async countDomains(serviceId: string, now: Date): Promise<number> {
+    const [r] = await live(this.db('domains').where({ service_id: serviceId }), now).count<{ count: string }[]>('* as count');
     return Number(r?.count ?? 0);
+  }
+
+  async markVerified(id: string, now: Date): Promise<Domain | undefined> {
+    try {
+      const [r] = await live(this.db('domains').where({ id }).whereNull('verified_at'), now)
+        .update({ verified_at: now, claim_expires_at: null, updated_at: this.db.fn.now() })
+        .returning('*');
+      return r ? domainRow(r) : undefined;
+    } catch (err) {
+      const known = pgErrorOf(err);
+      // domains_verified_hostname: another verification committed first.
+      if (known instanceof ConflictError) throw new ConflictError('the hostname was verified for another service first', 'hostname_taken');
+      throw known ?? err;
+    }
+  }
+
+  removeRivalClaims(hostname: string, keepId: string): Promise<RemovedClaim[]> {
+    return this.removeClaims((q) => q.where({ hostname }).whereNull('verified_at').whereNot({ id: keepId }));
+  }
+
+  removeLapsedClaims(now: Date, which: { limit: number } | { serviceId: string; hostname: string }): Promise<RemovedClaim[]> {
+    return this.removeClaims((q) =>
+      'limit' in which
+        ? lapsed(q, now).orderBy('claim_expires_at').limit(which.limit)
+        : lapsed(q.where({ service_id: which.serviceId, hostname: which.hostname }), now),
+    );
+  }
+
+  /** Deletes the domains `pick` selects; each with the service whose workspace hears of it. */
+  private async removeClaims(pick: (q: Query) => Query): Promise<RemovedClaim[]> {
+    const gone = (
+      await this.db('domains')
+        .whereIn('id', pick(this.db('domains').select('id')))
+        .delete()
+        .returning('*')
+    ).map(domainRow);
+    if (!gone.length) return [];
+    const owners: ClaimOwner[] = await this.db('services')
+      .whereIn(
+        'id',
+        gone.map((d) => d.service_id),
+      )
+      .select('id', 'workspace_id', 'vpc_id', 'name');
+    const byId = new Map(owners.map((o) => [o.id, o]));
+    // A service removed meanwhile took its domains with it (on delete cascade): nobody to tell.
+    return gone.flatMap((domain) => {
+      const owner = byId.get(domain.service_id);
+      return owner ? [{ domain, owner }] : [];
+    });
   }
 
   async updateDomain(id: string, patch: DomainPatch): Promise<Domain> {

@@ -317,4 +317,43 @@ export const migrations: Migration[] = [
     up: (db) => createIdempotencyTable(db),
     down: (db) => db.schema.dropTable('idempotency_keys'),
   },
+  {
+    name: '0011_domain_claims',
+    // Only a verified domain holds its hostname (a partial unique index, so two verifications
+    // racing cannot both win); unverified claims of one hostname coexist, one per service, and
+    // lapse at claim_expires_at. Domains verified before this migration keep their hostname;
+    // the others get the default seven days from now.
+    async up(db) {
+      await db.schema.alterTable('domains', (t) => {
+        t.timestamp('verified_at', { useTz: true });
+        t.timestamp('claim_expires_at', { useTz: true });
+      });
+      await db.raw(`update domains set verified_at = coalesce(last_checked_at, updated_at)
+        where routed or status in ('verified', 'active') or tls_issuer is not null`);
+      await db.raw(`update domains set claim_expires_at = now() + interval '7 days' where verified_at is null`);
+      await db.raw('alter table domains add constraint domains_claim_expires check (verified_at is not null or claim_expires_at is not null)');
+      await db.raw('alter table domains drop constraint domains_hostname_unique');
+      await db.raw('create unique index domains_verified_hostname on domains (hostname) where verified_at is not null');
+      await db.raw('create unique index domains_service_hostname on domains (service_id, hostname)');
+      await db.raw('create index domains_hostname on domains (hostname)');
+      await db.raw('create index domains_claim_expiry on domains (claim_expires_at) where verified_at is null');
+    },
+    async down(db) {
+      // One row per hostname again: the verified one, else the oldest claim.
+      await db.raw(`delete from domains d where exists (
+        select 1 from domains o where o.hostname = d.hostname and o.id <> d.id and (
+          (o.verified_at is not null and d.verified_at is null)
+          or ((o.verified_at is null) = (d.verified_at is null) and (o.created_at, o.id) < (d.created_at, d.id))))`);
+      await db.raw('drop index domains_claim_expiry');
+      await db.raw('drop index domains_hostname');
+      await db.raw('drop index domains_service_hostname');
+      await db.raw('drop index domains_verified_hostname');
+      await db.raw('alter table domains add constraint domains_hostname_unique unique (hostname)');
+      await db.raw('alter table domains drop constraint domains_claim_expires');
+      await db.schema.alterTable('domains', (t) => {
+        t.dropColumn('claim_expires_at');
+        t.dropColumn('verified_at');
+      });
+    },
+  },
 ];

@@ -2,7 +2,9 @@
 // validated entry by entry while it streams in (tar-stream) and unpacked under
 // `<root>/<build id>/source`. Refused: anything that is not a tar (or gzip'd tar), absolute
 // paths, `..`, links whose target lies outside the archive, devices and FIFOs, and an
-// archive that unpacks to more than its limit. Writes never go through a link: every
+// archive that unpacks to more than its limit — counted as written: a hard link becomes a
+// copy of its file, so it counts that file's size (a tar header of 512 bytes would otherwise
+// write as much as the largest file, again and again). Writes never go through a link: every
 // parent directory is resolved on disk and must lie inside the root.
 import { createWriteStream } from 'node:fs';
 import { copyFile, lstat, mkdir, readdir, realpath, rm, stat, symlink } from 'node:fs/promises';
@@ -19,6 +21,12 @@ export interface SourceArchiveLimits {
   unpackedBytes: number;
   /** Entries one archive may hold. */
   entries: number;
+}
+
+/** What an archive may still take: entries, and bytes written to disk. */
+interface Budget {
+  entry(): void;
+  write(bytes: number): void;
 }
 
 function refused(why: string): InputError {
@@ -126,11 +134,17 @@ export class FsSourceArchives implements SourceArchives {
           next(err as Error);
         } else next();
       };
-      this.unpackEntry(root, header, stream, links, () => {
-        if (++entries > this.limits.entries) throw refused(`more than ${this.limits.entries} entries`);
-        bytes += header.size ?? 0;
-        if (bytes > this.limits.unpackedBytes) throw new PayloadTooLargeError(`archive: unpacks to more than the limit of ${this.limits.unpackedBytes} bytes`);
-      })
+      const budget: Budget = {
+        entry: () => {
+          if (++entries > this.limits.entries) throw refused(`more than ${this.limits.entries} entries`);
+        },
+        write: (n) => {
+          bytes += n;
+          if (bytes > this.limits.unpackedBytes)
+            throw new PayloadTooLargeError(`archive: unpacks to more than the limit of ${this.limits.unpackedBytes} bytes`);
+        },
+      };
+      this.unpackEntry(root, header, stream, links, budget)
         .then((kind) => {
           if (kind === 'file') files++;
           done();
@@ -166,10 +180,11 @@ export class FsSourceArchives implements SourceArchives {
     header: tar.Header,
     stream: tar.ExtractEvents['entry'][1],
     links: { at: string; target: string; name: string }[],
-    count: () => void,
+    budget: Budget,
   ): Promise<'file' | 'dir' | 'link'> {
     const rel = entryPath(header.name);
-    count();
+    budget.entry();
+    budget.write(header.size ?? 0);
     if (rel === '' || rel === '.') {
       stream.resume();
       return 'dir';
@@ -206,8 +221,11 @@ export class FsSourceArchives implements SourceArchives {
         stream.resume();
         const from = path.join(root, ...entryPath(header.linkname ?? '').split('/'));
         const real = await realpath(from).catch(() => undefined);
-        if (!real || !within(root, real)) throw refused(`${header.name}: a hard link to ${header.linkname}, which is not a file of the archive`);
-        await copyFile(real, at);
+        const target = real && within(root, real) ? await stat(real) : undefined;
+        if (!target?.isFile()) throw refused(`${header.name}: a hard link to ${header.linkname}, which is not a file of the archive`);
+        // The copy is written in full: it counts as much as its file.
+        budget.write(target.size);
+        await copyFile(real!, at);
         return 'file';
       }
       case 'character-device':
