@@ -3,7 +3,7 @@
 // (named backups and points in time), forks, and the checks a user would make of each
 // with the real psql.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { psql, run, TEST_BACKUP_VOLUME } from '@pier/testing';
+import { psql, run } from '@pier/testing';
 import { adminQuery, databaseChecks, startDatabases, until, type Databases } from './support.ts';
 
 let h: Databases;
@@ -12,11 +12,11 @@ let url: string;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Whether the run's repository volume has a place for database `id`. */
+/** Whether database `id` has a backup repository (its own volume). */
 async function repositoryHolds(id: string): Promise<boolean> {
-  const r = await run('docker', ['run', '--rm', '-v', `${TEST_BACKUP_VOLUME}:/repository`, '--entrypoint', 'ls', 'pier/pg-managed:15', '/repository']);
+  const r = await run('docker', ['volume', 'ls', '-q', '--filter', `name=^pier-db-${id}-backups$`]);
   expect(r.code, r.stderr).toBe(0);
-  return r.stdout.split('\n').includes(id);
+  return r.stdout.split('\n').includes(`pier-db-${id}-backups`);
 }
 
 const rows = async (u: string) => {

@@ -107,6 +107,8 @@ describe('access rendering', () => {
     const sql = renderMysqlAccess(policy({ engine: 'mysql', externalAccess: true, rules: ['192.0.2.0/24'] }), { app: 'p', console: 'c', replication: 'r' });
     expect(sql).toContain("CREATE USER 'app_abcd1234'@'172.18.0.1' IDENTIFIED BY 'p' ACCOUNT LOCK;");
     expect(sql).toContain("'app_abcd1234'@'192.0.2.0/255.255.255.0'");
+    // The SQL console's way in: the server's own loopback (docker exec), never a network.
+    expect(sql).toContain("CREATE USER 'app_abcd1234'@'127.0.0.1' IDENTIFIED BY 'p';");
     // A rule covering the host address admits it; a rule equal to the VPC network is one account.
     const wide = renderMysqlAccess(policy({ engine: 'mysql', externalAccess: true, rules: ['172.18.0.0/16'] }), { app: 'p', console: 'c', replication: 'r' });
     expect(wide).toContain("CREATE USER 'app_abcd1234'@'172.18.0.1' IDENTIFIED BY 'p';");

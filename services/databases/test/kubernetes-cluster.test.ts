@@ -93,7 +93,7 @@ describe('postgresql on CloudNativePG', () => {
     // Re-applying never regenerates credentials.
     await cluster.apply(db);
     expect((await cluster.connection(db)).credentials.password).toBe('rotated');
-    expect(await cluster.sqlTarget(db)).toMatchObject({ user: 'pier_console', runAs: `app_${db.shortId}`, database: db.shortId });
+    expect(await cluster.sqlTarget(db)).toMatchObject({ user: 'pier_console', app: { user: `app_${db.shortId}` }, database: db.shortId });
   });
 
   it('reads status from the Cluster in one list call per kind', async () => {

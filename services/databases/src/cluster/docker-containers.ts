@@ -2,7 +2,7 @@ import type Docker from 'dockerode';
 import { dockerLimits, resourcesOf } from '@pier/kit';
 import { appUserOf, type Engine } from '../domain/database.ts';
 import type { ClusterDatabase, ClusterRef } from '../domain/cluster-port.ts';
-import { repositoryEnv, repositoryMounts, restoreEnv, type BackupRepository } from './docker-repository.ts';
+import { repositoryEnv, repositoryMounts, restoreEnv, restoreMounts, RESTORE_SOURCE_LABEL, type BackupRepository } from './docker-repository.ts';
 
 // Names and container definitions of the docker adapter. One server container per
 // database, its replicas (each a server container of its own), and for postgresql
@@ -57,6 +57,8 @@ export interface ContainerSettings {
   /** The engine host's CPU count: Docker refuses a CPU limit above it. */
   hostCpus: number;
   repository: BackupRepository;
+  /** A restored database whose data is already in its volume: its source is not mounted again. */
+  restored?: boolean;
 }
 
 function resources(db: ClusterDatabase, hostCpus: number): { Memory: number; MemorySwap: number; NanoCpus: number } {
@@ -92,7 +94,12 @@ const b64 = (text: string) => Buffer.from(text).toString('base64');
 function serverHostConfig(db: ClusterDatabase, volume: string, s: ContainerSettings, withRepository: boolean): Docker.HostConfig {
   return {
     ...resources(db, s.hostCpus),
-    Mounts: [{ Type: 'volume', Source: volume, Target: DATA_DIR[db.engine] }, ...(withRepository ? repositoryMounts(s.repository, db.engine) : [])],
+    Mounts: [
+      { Type: 'volume', Source: volume, Target: DATA_DIR[db.engine] },
+      ...(withRepository ? repositoryMounts(s.repository, db.engine, db.id) : []),
+      // Only a restore's first start reads its source; a restored server is recreated without it.
+      ...(withRepository && db.restore && !s.restored ? restoreMounts(s.repository, db.restore) : []),
+    ],
     RestartPolicy: { Name: 'unless-stopped' },
     NetworkMode: s.network,
     ShmSize: 128 * 1024 * 1024,
@@ -118,7 +125,12 @@ export function serverContainer(db: ClusterDatabase, secrets: ContainerSecrets, 
     Hostname: names.rw,
     Cmd: [db.engine === 'postgresql' ? 'postgres' : 'mariadbd'],
     Env: env,
-    Labels: { ...s.labels, 'pier.component': 'server', 'pier.external': String(db.externalAccessEnabled) },
+    Labels: {
+      ...s.labels,
+      'pier.component': 'server',
+      'pier.external': String(db.externalAccessEnabled),
+      ...(db.restore && !s.restored && s.repository.kind === 'volume' ? { [RESTORE_SOURCE_LABEL]: db.restore.source.id } : {}),
+    },
     ExposedPorts: { [port]: {} },
     Healthcheck: healthcheck(SERVER_HEALTH, s.healthIntervalMs),
     HostConfig: {
@@ -212,6 +224,44 @@ export function helperContainer(
     Cmd: cmd,
     Env: repositoryEnv(s.repository, engine, databaseId),
     Labels: { ...s.labels, 'pier.component': 'backup-helper' },
-    HostConfig: { Mounts: repositoryMounts(s.repository, engine), Memory: 256 * 1024 * 1024, NanoCpus: 0.5e9 },
+    HostConfig: {
+      Mounts: repositoryMounts(s.repository, engine, databaseId),
+      Memory: 256 * 1024 * 1024,
+      NanoCpus: 0.5e9,
+    },
+  };
+}
+
+/**
+ * A container as it was created, minus one volume mount and one label: what a restored
+ * server is recreated as once its source's repository is no longer needed.
+ */
+export function recreationWithout(info: Docker.ContainerInspectInfo, volume: string, label: string): Docker.ContainerCreateOptions {
+  const labels = Object.fromEntries(Object.entries(info.Config.Labels ?? {}).filter(([k]) => k !== label));
+  const network = info.HostConfig.NetworkMode!;
+  const h = info.HostConfig;
+  return {
+    name: info.Name.replace(/^\//, ''),
+    Image: info.Config.Image,
+    Cmd: info.Config.Cmd,
+    Env: info.Config.Env,
+    Labels: labels,
+    Hostname: info.Config.Hostname,
+    ExposedPorts: info.Config.ExposedPorts,
+    Healthcheck: info.Config.Healthcheck,
+    HostConfig: {
+      Memory: h.Memory,
+      MemorySwap: h.MemorySwap,
+      NanoCpus: h.NanoCpus,
+      RestartPolicy: h.RestartPolicy,
+      NetworkMode: network,
+      ShmSize: h.ShmSize,
+      PortBindings: h.PortBindings,
+      Mounts: (h.Mounts ?? []).filter((m) => m.Source !== volume),
+    },
+    // Our aliases all start with `db-` (Docker adds the container's id of its own).
+    NetworkingConfig: {
+      EndpointsConfig: { [network]: { Aliases: (info.NetworkSettings.Networks?.[network]?.Aliases ?? []).filter((a: string) => a.startsWith('db-')) } },
+    },
   };
 }

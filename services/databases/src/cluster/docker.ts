@@ -9,12 +9,14 @@ import { renderPgHba, renderMysqlAccess, type AccessPolicy } from '../domain/acc
 import type { Observation } from '../domain/status.ts';
 import { lastHealthOutput, needsHealthOutput, observeParts } from './docker-observe.ts';
 import { parseMysqlListing, parsePostgresListing } from './docker-backups.ts';
-import type { BackupRepository } from './docker-repository.ts';
+import { BACKUPS_OF_LABEL, REPOSITORY_OWNER, RESTORE_SOURCE_LABEL, repositoryVolumeName, type BackupRepository } from './docker-repository.ts';
+import { ExecTunnel } from './docker-tunnel.ts';
 import type { ClusterDatabase, ClusterRef, Credentials, DatabaseCluster, Endpoints, RepositoryListing, SqlTarget } from '../domain/cluster-port.ts';
 import { envOf, exec, ignoreNotFound, runToEnd, statusCodeOf, translateDockerError, type ExecResult } from './docker-engine.ts';
 import {
   ENGINE_PORT,
   helperContainer,
+  recreationWithout,
   hostNames,
   poolerContainer,
   poolerName,
@@ -129,17 +131,59 @@ export class DockerCluster implements DatabaseCluster {
     return { ...this.opts.labels, 'pier.managed': 'true', 'pier.service': 'databases', 'pier.component': component };
   }
 
-  private repositoryVolume?: Promise<unknown>;
-
-  /** The repository volume, created once with its labels (Docker would make an unlabelled one on first mount). */
-  private ensureRepository(): Promise<unknown> {
+  /**
+   * Database `databaseId`'s own repository volume. `fresh`: a database being created,
+   * which cannot have backups yet. Otherwise what it left in the repository volume that
+   * every database used to share (`PIER_DATABASES_BACKUP_VOLUME`, a directory each) is
+   * moved into its own, once, by a one-off container that runs no tenant code. Called
+   * only while no server of the database runs with the shared volume.
+   */
+  private async ensureRepository(engine: Engine, databaseId: string, fresh: boolean): Promise<void> {
     const repo = this.opts.repository;
-    if (repo.kind !== 'volume') return Promise.resolve();
-    this.repositoryVolume ??= this.docker.createVolume({ Name: repo.volume, Labels: this.sharedLabels('backup-repository') }).catch((err: unknown) => {
-      this.repositoryVolume = undefined;
-      throw err;
+    if (repo.kind !== 'volume') return;
+    const name = repositoryVolumeName(databaseId);
+    // A move goes through a volume of its own first: Docker cannot rename one, and a move
+    // cut short (a crash) is resumed from whatever it left, never taken as done.
+    const moving = `${name}-moving`;
+    const [own, pending] = await Promise.all([this.docker.getVolume(name).inspect(), this.docker.getVolume(moving).inspect()].map(ignoreNotFound));
+    if (own && !pending) return;
+    const labels = { ...this.sharedLabels('backup-repository'), [BACKUPS_OF_LABEL]: databaseId };
+    if (!pending) {
+      const shared = !fresh && (await ignoreNotFound(this.docker.getVolume(repo.volume).inspect()));
+      if (!shared) {
+        await this.docker.createVolume({ Name: name, Labels: labels });
+        return;
+      }
+      await this.docker.createVolume({ Name: moving, Labels: labels });
+    }
+    const dir = `/shared/${databaseId}`;
+    await this.helper(engine, 'moving the backups into their own volume', `[ ! -d ${dir} ] || { cp -a ${dir}/. /own/ && rm -rf ${dir}; }`, {
+      [repo.volume]: '/shared',
+      [moving]: '/own',
     });
-    return this.repositoryVolume;
+    await this.docker.createVolume({ Name: name, Labels: labels });
+    await this.helper(engine, 'moving the backups into their own volume', `cp -a /from/. /to/ && chown ${REPOSITORY_OWNER[engine]} /to`, {
+      [moving]: '/from',
+      [name]: '/to',
+    });
+    await this.removeVolume(moving);
+  }
+
+  /** A shell script in a one-off container of the engine's image with `volumes` mounted; a failure is a 503. */
+  private async helper(engine: Engine, what: string, script: string, volumes: Record<string, string>): Promise<void> {
+    const result = await runToEnd(this.docker, {
+      Image: this.image(engine),
+      Cmd: ['sh', '-c', script],
+      Labels: this.sharedLabels('backup-helper'),
+      HostConfig: { Mounts: Object.entries(volumes).map(([Source, Target]) => ({ Type: 'volume' as const, Source, Target })) },
+    });
+    succeeded(result, what);
+  }
+
+  /** Whether a server still mounts what it must not: the volume every database used to share. */
+  private mountsSharedRepository(info: Docker.ContainerInspectInfo): boolean {
+    const repo = this.opts.repository;
+    return repo.kind === 'volume' && (info.Mounts ?? []).some((m) => m.Name === repo.volume);
   }
 
   private async guard<T>(fn: () => Promise<T>): Promise<T> {
@@ -184,12 +228,15 @@ export class DockerCluster implements DatabaseCluster {
   async apply(db: ClusterDatabase): Promise<void> {
     await this.guard(async () => {
       const net = await ensureVpcNetwork(this.docker, db.vpcId, { 'pier.managed': 'true', 'pier.vpc': db.vpcId });
-      await this.ensureRepository();
       const settings = this.settings(db, await this.hostCpus());
       const existing = await ignoreNotFound(this.docker.getContainer(serverName(db)).inspect());
       let secrets: ContainerSecrets;
       let pushAccess = true;
       if (!existing) {
+        // A data volume already there: not a new database (its server was lost), so it may have backups to move.
+        const fresh = !(await ignoreNotFound(this.docker.getVolume(volumeName(db)).inspect()));
+        await this.ensureRepository(db.engine, db.id, fresh);
+        if (db.restore) await this.ensureRepository(db.restore.source.engine, db.restore.source.id, false);
         secrets = { appPassword: password(), consolePassword: password(), replicationPassword: password() };
         await this.docker.createVolume({ Name: volumeName(db), Labels: this.labels(db) });
         await this.createAndStart(serverContainer(db, secrets, this.renderAccess(db, net, secrets), settings));
@@ -201,11 +248,16 @@ export class DockerCluster implements DatabaseCluster {
           consolePassword: env.PIER_CONSOLE_PASSWORD ?? password(),
           replicationPassword: env.PIER_REPLICATION_PASSWORD ?? password(),
         };
-        if (existing.Config.Labels?.['pier.external'] !== String(db.externalAccessEnabled)) {
-          // Published ports are fixed at creation: publishing or withdrawing one means a
-          // new container around the same volume and credentials.
+        const shared = this.mountsSharedRepository(existing);
+        if (existing.Config.Labels?.['pier.external'] !== String(db.externalAccessEnabled) || shared) {
+          // Published ports and mounts are fixed at creation: publishing or withdrawing one
+          // (or a server made when every database mounted the one repository volume) means
+          // a new container around the same volume and credentials.
           await this.stopAndRemove(existing.Id);
-          await this.createAndStart(serverContainer(db, secrets, this.renderAccess(db, net, secrets), settings));
+          // Stopped, it archives nothing more: what it left in the shared volume can move.
+          if (shared) await this.ensureRepository(db.engine, db.id, false);
+          const restored = !existing.Config.Labels?.[RESTORE_SOURCE_LABEL];
+          await this.createAndStart(serverContainer(db, secrets, this.renderAccess(db, net, secrets), { ...settings, restored }));
           // The change is done when the new server accepts connections again; the
           // status stays `running` meanwhile, so the caller is answered only then.
           await this.waitHealthy(serverName(db), 60_000);
@@ -339,12 +391,24 @@ export class DockerCluster implements DatabaseCluster {
 
   async observe(vpcId: string, ids: string[]): Promise<Map<string, Observation>> {
     return this.guard(async () => {
+      // Taken before the list: a list made while a restored server is being recreated may miss it.
+      const recreating = new Set(this.finishing);
       const containers = await this.docker.listContainers({ all: true, filters: { label: ['pier.service=databases', `pier.vpc=${vpcId}`] } });
       const wanted = new Set(ids);
       const byDb = new Map<string, Docker.ContainerInfo[]>();
       for (const c of containers) {
         const id = c.Labels['pier.database'];
         if (id && wanted.has(id)) byDb.set(id, [...(byDb.get(id) ?? []), c]);
+      }
+      // A restored server that is up no longer needs its source's backups: it is
+      // recreated without them, and is not ready until it runs so (another observer may
+      // be recreating it right now).
+      for (const c of containers) {
+        const id = c.Labels['pier.database'] ?? '';
+        if (c.Labels[RESTORE_SOURCE_LABEL] && wanted.has(id) && c.Status.includes('(healthy)')) {
+          c.Status = 'Up (health: starting)';
+          await this.dropRestoreSource(id, c.Id);
+        }
       }
       // Why a server is not healthy is only in its health check's output: read for those alone.
       const outputs = new Map<string, string>();
@@ -353,8 +417,40 @@ export class DockerCluster implements DatabaseCluster {
         const output = info && lastHealthOutput(info);
         if (output) outputs.set(c.Id, output);
       }
-      return new Map(ids.map((id) => [id, observeParts(byDb.get(id) ?? [], outputs)]));
+      return new Map(
+        ids.map((id) => [
+          id,
+          // Between the old server's removal and the new one's start, another observer sees no server at all.
+          recreating.has(id) || this.finishing.has(id)
+            ? { phase: 'starting', reason: 'server: restored, starting without its source' }
+            : observeParts(byDb.get(id) ?? [], outputs),
+        ]),
+      );
     });
+  }
+
+  /** Databases whose restored server is being recreated without its source (see dropRestoreSource). */
+  private readonly finishing = new Set<string>();
+
+  /**
+   * Recreates a restored server as it is, minus its source's repository: once the restore
+   * is in the data volume, nothing of the source stays within the new database's reach
+   * (and the source's repository can be purged). Concurrent observers recreate it once,
+   * and see it starting meanwhile.
+   */
+  private async dropRestoreSource(databaseId: string, containerId: string): Promise<void> {
+    if (this.finishing.has(databaseId)) return;
+    this.finishing.add(databaseId);
+    try {
+      const info = await ignoreNotFound(this.docker.getContainer(containerId).inspect());
+      const source = info?.Config.Labels?.[RESTORE_SOURCE_LABEL];
+      if (!info || !source) return;
+      const spec = recreationWithout(info, repositoryVolumeName(source), RESTORE_SOURCE_LABEL);
+      await this.stopAndRemove(info.Id);
+      await this.createAndStart(spec);
+    } finally {
+      this.finishing.delete(databaseId);
+    }
   }
 
   async delete(db: ClusterRef): Promise<void> {
@@ -416,14 +512,16 @@ export class DockerCluster implements DatabaseCluster {
     const info = await this.server(db);
     const ip = info.NetworkSettings.Networks?.[vpcNetwork(db.vpcId)]?.IPAddress;
     if (!info.State.Running || !ip) throw new UnavailableError('the database server is not running', 'database_unavailable');
+    const env = envOf(info);
+    const port = ENGINE_PORT[db.engine as Engine];
     return {
       engine: db.engine,
       host: ip,
-      port: ENGINE_PORT[db.engine as Engine],
+      port,
       user: CONSOLE_USER,
-      password: envOf(info).PIER_CONSOLE_PASSWORD ?? '',
+      password: env.PIER_CONSOLE_PASSWORD ?? '',
       database: db.shortId,
-      runAs: db.engine === 'postgresql' ? appUserOf(db.shortId) : undefined,
+      app: { user: appUserOf(db.shortId), password: env.PIER_APP_PASSWORD ?? '', open: () => new ExecTunnel(this.docker, serverName(db), port) },
     };
   }
 
@@ -433,7 +531,7 @@ export class DockerCluster implements DatabaseCluster {
   private async backupTool(db: ClusterRef, args: string[], what: string): Promise<ExecResult> {
     const server = await ignoreNotFound(this.docker.getContainer(serverName(db)).inspect());
     if (server?.State.Running) return this.execOk(server.Id, ['pier-backup', ...args], what);
-    await this.ensureRepository();
+    await this.ensureRepository(db.engine, db.id, false);
     const result = await runToEnd(
       this.docker,
       helperContainer(db.engine, db.id, ['pier-backup', ...args], {
@@ -466,7 +564,17 @@ export class DockerCluster implements DatabaseCluster {
   }
 
   async purgeBackups(db: ClusterRef): Promise<void> {
-    await this.guard(() => this.backupTool(db, ['purge'], 'purging the backup repository'));
+    await this.guard(async () => {
+      // On volumes the repository is the database's own volume: purging is removing it
+      // (after moving in what the shared volume may still hold, so that goes too). One
+      // that a restoring server still mounts (409) is purged on a later pass.
+      if (this.opts.repository.kind === 'volume') {
+        await this.ensureRepository(db.engine, db.id, false);
+        await this.removeVolume(repositoryVolumeName(db.id));
+      } else {
+        await this.backupTool(db, ['purge'], 'purging the backup repository');
+      }
+    });
   }
 
   async close(): Promise<void> {}

@@ -384,7 +384,8 @@ export class KubernetesCluster implements DatabaseCluster {
       user: CONSOLE_USER,
       password: await this.secretPassword(db, names(db.shortId).consoleSecret),
       database: db.shortId,
-      runAs: db.engine === ('postgresql' satisfies Engine) ? appUserOf(db.shortId) : undefined,
+      // Reached at its service address: the managed roles admit the app user from the cluster's pods.
+      app: { user: appUserOf(db.shortId), password: await this.secretPassword(db, names(db.shortId).appSecret) },
     };
   }
 

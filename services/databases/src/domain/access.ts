@@ -129,6 +129,9 @@ export function renderMysqlAccess(policy: AccessPolicy, passwords: { app: string
   if (policy.externalAccess) {
     for (const h of policy.rules.length ? policy.rules.map(mysqlHostOf) : ['%']) if (!hosts.has(h)) hosts.set(h, false);
   }
+  // The server's own loopback: the SQL console enters the container (docker exec) and
+  // logs in as the app user there (cluster/docker-tunnel.ts); no client outside it can.
+  hosts.set('127.0.0.1', false);
   for (const [host, locked] of hosts) {
     const account = `${literal(policy.appUser)}@${literal(host)}`;
     out.push(`CREATE USER ${account} IDENTIFIED BY ${literal(passwords.app)}${locked ? ' ACCOUNT LOCK' : ''};`);

@@ -2,6 +2,7 @@
 // resource contract: `observe` reports the live state, `apply` and `delete` converge and
 // are idempotent, so a call repeated after a crash or a timeout does no harm. The domain
 // defines it; cluster/docker.ts and cluster/kubernetes.ts implement it.
+import type { Duplex } from 'node:stream';
 import type { InstanceType } from '@pier/kit';
 import type { ClusterCapabilities } from './capabilities.ts';
 import type { Engine } from './database.ts';
@@ -83,8 +84,14 @@ export interface SqlTarget {
   user: string;
   password: string;
   database: string;
-  /** postgresql: role the console's statements run as (the app user), not the login role. */
-  runAs?: string;
+  /**
+   * The database's own account, which SQL console statements log in as (never a
+   * privileged login switching roles: a role set can be reset, a login cannot). `open`,
+   * when given, is how to reach the server as it (see cluster/docker-tunnel.ts); else
+   * `host:port`. `user`/`password` above are the control plane's login, for the schema
+   * inspector, slow queries and sealing the archive.
+   */
+  app: { user: string; password: string; open?: () => Duplex };
 }
 
 /** Endpoints the cluster routes to one database. */

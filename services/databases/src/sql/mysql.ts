@@ -4,9 +4,10 @@ import type { SqlTarget } from '../domain/cluster-port.ts';
 import type { ConsoleLimits, IndexSchema, QueryResult, SlowQuery, SqlEngine, TableSchema } from '../domain/sql-port.ts';
 
 // MySQL-protocol side (MariaDB on docker, MySQL under MOCO on kubernetes) of the
-// console, schema inspector and slow-query log. The control plane logs in as
-// `pier_console`, which holds the app user's grants on the database and reads
-// performance_schema.
+// console, schema inspector and slow-query log. Console statements log in as the
+// database's own account (the app user), so they can do what the customer's app can and
+// nothing of the control plane's login; the schema inspector and slow-query log log in
+// as `pier_console`, which holds the app user's grants and reads performance_schema.
 
 const BINARY_CHARSET = 63;
 
@@ -101,13 +102,15 @@ function translate(err: unknown): never {
   throw err;
 }
 
-function open(t: SqlTarget): Promise<mysql.Connection> {
+function open(t: SqlTarget, asApp: boolean): Promise<mysql.Connection> {
+  const login = asApp ? t.app : { user: t.user, password: t.password, open: undefined };
   return new Promise((resolve, reject) => {
     const conn = mysql.createConnection({
       host: t.host,
       port: t.port,
-      user: t.user,
-      password: t.password,
+      user: login.user,
+      password: login.password,
+      ...(login.open ? { stream: login.open } : {}),
       connectTimeout: 5000,
       multipleStatements: false,
       dateStrings: true,
@@ -125,10 +128,11 @@ function run<T = unknown>(conn: mysql.Connection, sql: string, values: unknown[]
   return new Promise((resolve, reject) => conn.query(sql, values, (err, rows) => (err ? reject(err) : resolve(rows as T))));
 }
 
-async function withConnection<T>(t: SqlTarget, fn: (c: mysql.Connection) => Promise<T>): Promise<T> {
+/** `asApp`: log in as the database's own account (console statements), else as pier_console. */
+async function withConnection<T>(t: SqlTarget, asApp: boolean, fn: (c: mysql.Connection) => Promise<T>): Promise<T> {
   let conn: mysql.Connection | undefined;
   try {
-    conn = await open(t);
+    conn = await open(t, asApp);
     return await fn(conn);
   } catch (err) {
     return translate(err);
@@ -150,7 +154,7 @@ const ident = (s: string) => `\`${s.replace(/`/g, '``')}\``;
 
 export class MysqlSql implements SqlEngine {
   async query(t: SqlTarget, sql: string, limits: ConsoleLimits): Promise<QueryResult> {
-    return withConnection(t, async (conn) => {
+    return withConnection(t, true, async (conn) => {
       // Session settings run before a default database is chosen, so they do not show
       // up among the database's slow queries.
       await setTimeout(conn, limits.timeoutMs);
@@ -201,7 +205,7 @@ export class MysqlSql implements SqlEngine {
   }
 
   async schema(t: SqlTarget): Promise<TableSchema[]> {
-    return withConnection(t, async (conn) => {
+    return withConnection(t, false, async (conn) => {
       const tables = await run<{ name: string }[]>(
         conn,
         "SELECT TABLE_NAME AS name FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_NAME",
@@ -246,7 +250,7 @@ export class MysqlSql implements SqlEngine {
   }
 
   async slowQueries(t: SqlTarget, limit: number): Promise<SlowQuery[]> {
-    return withConnection(t, async (conn) => {
+    return withConnection(t, false, async (conn) => {
       // Timer columns are picoseconds.
       const rows = await run<{ query: string; calls: number; mean: number; max: number; total: number; rows: number }[]>(
         conn,
@@ -270,7 +274,7 @@ export class MysqlSql implements SqlEngine {
   }
 
   async resetSlowQueries(t: SqlTarget): Promise<void> {
-    await withConnection(t, async (conn) => {
+    await withConnection(t, false, async (conn) => {
       // The digest table is server-wide: a managed server holds one customer database.
       await run(conn, 'TRUNCATE TABLE performance_schema.events_statements_summary_by_digest');
     });

@@ -4,9 +4,11 @@ import { InputError, UnavailableError } from '@pier/kit';
 import type { SqlTarget } from '../domain/cluster-port.ts';
 import type { ConsoleLimits, PostgresSqlEngine, QueryResult, SlowQuery, TableSchema } from '../domain/sql-port.ts';
 
-// PostgreSQL side of the console, schema inspector and slow-query log. The control
-// plane logs in as `pier_console`; console statements run as the app user (role set at
-// connection start), so the console can do what the customer's own app can, no more.
+// PostgreSQL side of the console, schema inspector and slow-query log. Console
+// statements log in as the database's own account (the app user) with its own password:
+// a privileged login that merely SET ROLE to it could be switched back with RESET ROLE,
+// SET ROLE NONE or SET SESSION AUTHORIZATION, from inside a DO block or a function. The
+// schema inspector and slow-query log run as `pier_console`, never on a customer's SQL.
 
 const ms = (v: number) => Math.round(v * 1000) / 1000;
 
@@ -53,7 +55,8 @@ function translate(err: unknown): never {
 }
 
 interface SessionOptions {
-  runAsApp: boolean;
+  /** Log in as the database's own account (console statements), else as pier_console. */
+  asApp: boolean;
   timeoutMs?: number;
 }
 
@@ -68,21 +71,21 @@ class SessionPools {
   private readonly pools = new Map<string, pg.Pool>();
 
   pool(t: SqlTarget, opts: SessionOptions): pg.Pool {
-    const role = opts.runAsApp && t.runAs ? t.runAs : '';
+    const login = opts.asApp ? t.app : { user: t.user, password: t.password, open: undefined };
     const timeout = opts.timeoutMs ?? 15_000;
-    const key = JSON.stringify([t.host, t.port, t.user, t.password, t.database, role, timeout]);
+    const key = JSON.stringify([t.host, t.port, login.user, login.password, !!login.open, t.database, timeout]);
     let pool = this.pools.get(key);
     if (!pool) {
       pool = new pg.Pool({
         host: t.host,
         port: t.port,
-        user: t.user,
-        password: t.password,
+        user: login.user,
+        password: login.password,
         database: t.database,
+        ...(login.open ? { stream: login.open } : {}),
         application_name: 'pier-console',
         connectionTimeoutMillis: 5000,
         statement_timeout: timeout,
-        options: role ? `-c role=${role}` : undefined,
         max: 2,
         idleTimeoutMillis: 30_000,
         allowExitOnIdle: true,
@@ -133,7 +136,7 @@ export class PostgresSql implements PostgresSqlEngine {
   }
 
   async query(t: SqlTarget, sql: string, limits: ConsoleLimits): Promise<QueryResult> {
-    return withClient(this.pools, t, { runAsApp: true, timeoutMs: limits.timeoutMs }, async (client) => {
+    return withClient(this.pools, t, { asApp: true, timeoutMs: limits.timeoutMs }, async (client) => {
       // The extended protocol runs exactly one statement (several are a syntax error)
       // and a portal lets us fetch only rowCap + 1 rows of a large result.
       const cursor = client.query(new Cursor(sql, [], { rowMode: 'array', types: consoleTypes }));
@@ -166,7 +169,7 @@ export class PostgresSql implements PostgresSqlEngine {
     // pg_catalog rather than information_schema: the latter hides what the login role
     // holds no privilege on, and these queries run as pier_console itself (so they stay
     // out of the slow-query log, which shows the app's statements).
-    return withClient(this.pools, t, { runAsApp: false }, async (client) => {
+    return withClient(this.pools, t, { asApp: false }, async (client) => {
       const { rows: tables } = await client.query<{ oid: number; schema: string; name: string }>(`
         SELECT c.oid::int AS oid, n.nspname AS schema, c.relname AS name
         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -209,7 +212,7 @@ export class PostgresSql implements PostgresSqlEngine {
   }
 
   async slowQueries(t: SqlTarget, limit: number): Promise<SlowQuery[]> {
-    return withClient(this.pools, t, { runAsApp: false }, async (client) => {
+    return withClient(this.pools, t, { asApp: false }, async (client) => {
       const { rows } = await client.query<{ query: string; calls: number; mean: number; max: number; total: number; rows: number }>(
         `
         SELECT query, calls, mean_exec_time AS mean, max_exec_time AS max, total_exec_time AS total, rows
@@ -226,7 +229,7 @@ export class PostgresSql implements PostgresSqlEngine {
   }
 
   async sealArchive(t: SqlTarget, timeoutMs: number): Promise<void> {
-    await withClient(this.pools, t, { runAsApp: false }, async (client) => {
+    await withClient(this.pools, t, { asApp: false }, async (client) => {
       // A transaction with an xid of its own writes a commit record: the one after the target.
       await client.query('SELECT txid_current()');
       // pg_walfile_name of the switch's end position names the segment just completed.
@@ -247,7 +250,7 @@ export class PostgresSql implements PostgresSqlEngine {
   }
 
   async resetSlowQueries(t: SqlTarget): Promise<void> {
-    await withClient(this.pools, t, { runAsApp: false }, async (client) => {
+    await withClient(this.pools, t, { asApp: false }, async (client) => {
       await client.query('SELECT pg_stat_statements_reset(0, (SELECT oid FROM pg_database WHERE datname = current_database()), 0)');
     });
   }
