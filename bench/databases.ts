@@ -71,10 +71,18 @@ export function request(agent: http.Agent, url: URL, token: string, method: stri
 /** Removes what the docker adapter made in the VPC, and `volumes` besides (a backup repository). */
 export async function removeLeftovers(vpcId: string, volumes: string[] = []): Promise<void> {
   const filters = ['--filter', 'label=pier.service=databases', '--filter', `label=pier.vpc=${vpcId}`];
-  const { stdout } = await run('docker', ['ps', '-aq', ...filters]);
-  const ids = stdout.trim().split('\n').filter(Boolean);
+  const { stdout } = await run('docker', ['ps', '-a', '--format', '{{.ID}} {{.Label "pier.database"}}', ...filters]);
+  const rows = stdout
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => l.split(' '));
+  const ids = rows.map(([id]) => id!);
   if (ids.length) await run('docker', ['rm', '-f', '-v', ...ids]).catch(() => undefined);
-  const vols = (await run('docker', ['volume', 'ls', '-q', ...filters])).stdout.trim().split('\n').filter(Boolean);
+  // Each database's backups have a volume of their own, labelled without the VPC (they outlive the database).
+  const databases = new Set(rows.map(([, db]) => db).filter(Boolean));
+  const backups = [...databases].flatMap((db) => [`pier-db-${db}-backups`, `pier-db-${db}-backups-moving`]);
+  const vols = [...(await run('docker', ['volume', 'ls', '-q', ...filters])).stdout.trim().split('\n').filter(Boolean), ...backups];
   if (vols.length + volumes.length) await run('docker', ['volume', 'rm', '-f', ...vols, ...volumes]).catch(() => undefined);
   await run('docker', ['network', 'rm', `pier-vpc-${vpcId}`]).catch(() => undefined);
 }
