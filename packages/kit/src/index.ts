@@ -17,6 +17,7 @@ export * from './service.ts';
 export * from './locks.ts';
 export * from './crash-points.ts';
 export * from './cluster-names.ts';
+export * from './pod-security.ts';
 export * from './instance-types.ts';
 export * from './vpc-usage.ts';
 export * from './periodic.ts';

@@ -17,3 +17,4 @@ export * from './git-server.ts';
 export * from './s3-test-server.ts';
 export * from './edge-servers.ts';
 export * from './probes.ts';
+export * from './pod-security.ts';

@@ -7,7 +7,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { vpcNamespace } from '@pier/kit';
 import { KubernetesCluster } from '../src/cluster/kubernetes.ts';
 import type { ClusterDatabase } from '../src/domain/cluster-port.ts';
-import { FakeKubernetes, KINDS } from '@pier/testing';
+import { FakeKubernetes, KINDS, restrictedViolations } from '@pier/testing';
 import { startDatabases, type Databases } from './support.ts';
 import { clusterDatabase as database } from './kubernetes-support.ts';
 
@@ -212,6 +212,9 @@ describe('mysql on MOCO', () => {
       spec: { resources: { requests: { storage: '20Gi' } }, storageClassName: 'fast' },
     });
     const job = fake.get(...K.job, ns, `db-${db.shortId}-init`)!;
+    // The VPC namespace enforces the Pod Security Standard `restricted` (compute's pods meet it too).
+    expect(fake.get(...K.namespace, undefined, ns)!.metadata.labels['pod-security.kubernetes.io/enforce']).toBe('restricted');
+    expect(restrictedViolations(job.spec.template.spec)).toEqual([]);
     expect(job.spec.template.spec.containers[0].command[2]).toContain(`CREATE DATABASE IF NOT EXISTS \\\`${db.shortId}\\\``);
     expect(job.spec.template.spec.containers[0].env.map((e: { valueFrom: { secretKeyRef: { name: string } } }) => e.valueFrom.secretKeyRef.name)).toEqual([
       `moco-db-${db.shortId}`,

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type Docker from 'dockerode';
-import { adminQuery, docker, infra, run, testLabels } from '@pier/testing';
+import { adminQuery, docker, infra, restrictedViolations, run, testLabels } from '@pier/testing';
 import { cnpgRestoreJob, mocoRestoreJob, type Restored } from '../src/cluster/kubernetes-restore.ts';
 import type { KubernetesSettings, Manifest } from '../src/cluster/kubernetes-meta.ts';
 import { clusterDatabase } from './kubernetes-support.ts';
@@ -27,6 +27,8 @@ function restored(engine: 'postgresql' | 'mysql'): Restored {
 
 /** The Job's container: its script and its environment, literal values and Secret values given. */
 function jobOf(manifest: Manifest, secrets: Record<string, string>) {
+  // Its pod runs in a VPC namespace, which admits only pods meeting the `restricted` standard.
+  expect(restrictedViolations((manifest.spec as any).template.spec)).toEqual([]);
   const c = (manifest.spec as any).template.spec.containers[0];
   const env = Object.fromEntries(
     (c.env as { name: string; value?: string; valueFrom?: unknown }[]).map((e) => [e.name, e.value ?? secrets[e.name] ?? '']),

@@ -1,8 +1,8 @@
-import { vpcNamespace, resourcesOf } from '@pier/kit';
+import { POD_SECURITY_ENFORCE_LABEL, POD_SECURITY_LEVEL, RESTRICTED_CONTAINER_SECURITY, restrictedPodSecurity, vpcNamespace, resourcesOf } from '@pier/kit';
 import { appUserOf, CONSOLE_USER } from '../domain/database.ts';
 import { pgHbaHostLines, type AccessPolicy } from '../domain/access.ts';
 import type { ClusterDatabase } from '../domain/cluster-port.ts';
-import { LABELS, CNPG, MOCO, meta, names, secretEnv, type KubernetesSettings, type Manifest } from './kubernetes-meta.ts';
+import { LABELS, CNPG, MOCO, JOB_USER, meta, names, secretEnv, type KubernetesSettings, type Manifest } from './kubernetes-meta.ts';
 import { cnpgBackupConfig } from './kubernetes-backups.ts';
 import { cnpgRecovery, isRestored, mocoRestore, renames, sourceOwnerRole } from './kubernetes-restore.ts';
 
@@ -14,7 +14,9 @@ import { cnpgRecovery, isRestored, mocoRestore, renames, sourceOwnerRole } from 
 // when the adapter has a backup store.
 
 export function namespaceManifest(vpcId: string): Manifest {
-  return { apiVersion: 'v1', kind: 'Namespace', metadata: { name: vpcNamespace(vpcId), labels: { [LABELS.managedBy]: 'pier', [LABELS.vpc]: vpcId } } };
+  // Restricted as compute makes it, whichever of the two services creates the namespace first.
+  const labels = { [LABELS.managedBy]: 'pier', [LABELS.vpc]: vpcId, [POD_SECURITY_ENFORCE_LABEL]: POD_SECURITY_LEVEL };
+  return { apiVersion: 'v1', kind: 'Namespace', metadata: { name: vpcNamespace(vpcId), labels } };
 }
 
 export function credentialSecret(db: ClusterDatabase, name: string, username: string, password: string): Manifest {
@@ -176,10 +178,12 @@ export function mocoInitJob(db: ClusterDatabase, s: KubernetesSettings): Manifes
         metadata: { labels: meta(db, n.initJob).labels },
         spec: {
           restartPolicy: 'OnFailure',
+          securityContext: restrictedPodSecurity(JOB_USER),
           containers: [
             {
               name: 'init',
               image: s.mysqlImage(db.version),
+              securityContext: RESTRICTED_CONTAINER_SECURITY,
               command: ['sh', '-c', script],
               env: [
                 secretEnv('WRITABLE_PASSWORD', n.mocoSecret, 'WRITABLE_PASSWORD'),

@@ -12,6 +12,9 @@ export type Manifest = {
   [k: string]: unknown;
 };
 
+/** The user Pier's own Jobs in a VPC namespace (set-up, restore renames) run their client scripts as. */
+export const JOB_USER = 65532;
+
 export const CNPG = 'postgresql.cnpg.io/v1';
 export const MOCO = 'moco.cybozu.com/v1beta2';
 

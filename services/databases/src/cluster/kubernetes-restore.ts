@@ -1,9 +1,9 @@
-import { vpcNamespace } from '@pier/kit';
+import { RESTRICTED_CONTAINER_SECURITY, restrictedPodSecurity, vpcNamespace } from '@pier/kit';
 import { appUserOf } from '../domain/database.ts';
 import type { ClusterDatabase, RestoreSpec } from '../domain/cluster-port.ts';
 import type { S3Store } from './backup-store.ts';
 import { barmanObjectStore, mocoJobConfig } from './kubernetes-backups.ts';
-import { meta, names, secretEnv, type KubernetesSettings, type Manifest } from './kubernetes-meta.ts';
+import { JOB_USER, meta, names, secretEnv, type KubernetesSettings, type Manifest } from './kubernetes-meta.ts';
 
 // A database made from another's backup (restore, fork). The operators rebuild the source's
 // data, which holds the source's database and app user, both named after the source's short
@@ -29,7 +29,12 @@ function restoreJob(db: Restored, image: string, script: string, env: object[]):
       backoffLimit: JOB_RETRIES,
       template: {
         metadata: { labels: m.labels },
-        spec: { restartPolicy: 'OnFailure', containers: [{ name: 'restore', image, command: ['sh', '-c', script], env }] },
+        spec: {
+          restartPolicy: 'OnFailure',
+          // A client running a script: any unprivileged user will do, as the VPC namespace demands.
+          securityContext: restrictedPodSecurity(JOB_USER),
+          containers: [{ name: 'restore', image, command: ['sh', '-c', script], env, securityContext: RESTRICTED_CONTAINER_SECURITY }],
+        },
       },
     },
   };
