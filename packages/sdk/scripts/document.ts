@@ -32,7 +32,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
     ['auth', described(authRestRoutes(unused))],
     ['compute', described(computeRoutes(unused), computeUpgrades(unused, unused))],
     ['databases', described(databasesRoutes(unused))],
-    ['secrets', described(secretsRoutes(unused, unused))],
+    ['secrets', described(secretsRoutes(unused))],
   ];
   return mergeOpenApi(parts);
 }

@@ -3,7 +3,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { crashPoint } from '@pier/kit';
 import { describeStoreError } from './errors.ts';
-import type { Observation, SecretObjectId, SecretObjectRef, SecretStorePort, SecretValues } from '../domain/store-port.ts';
+import type { Observation, SecretObjectId, SecretObjectRef, SecretsCluster, SecretValues } from '../domain/cluster-port.ts';
 
 // The docker cluster has no secret store of its own, so this adapter keeps one: a file per
 // secret under a directory only the service can enter, each sealed with AES-256-GCM under
@@ -24,7 +24,7 @@ const VPC_PREFIX = 'vpc-';
 /** Ids become path components; anything but these characters could walk out of the root. */
 const SAFE_ID = /^[A-Za-z0-9][A-Za-z0-9-]{0,127}$/;
 
-export class DockerSecretStore implements SecretStorePort {
+export class DockerSecretStore implements SecretsCluster {
   readonly kind = 'docker' as const;
   private readonly key: Buffer;
 

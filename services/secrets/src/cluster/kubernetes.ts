@@ -2,7 +2,7 @@ import { ApiException, CoreV1Api, type KubeConfig, type V1Secret } from '@kubern
 import { secretObjectName, vpcNamespace } from '@pier/kit';
 import { kubernetesApiConfiguration } from '@pier/kit/kubernetes';
 import { describeStoreError } from './errors.ts';
-import type { Observation, SecretObjectId, SecretObjectRef, SecretStorePort, SecretValues } from '../domain/store-port.ts';
+import type { Observation, SecretObjectId, SecretObjectRef, SecretsCluster, SecretValues } from '../domain/cluster-port.ts';
 
 // Production store: a core `Secret` (type Opaque) per Pier secret, in the VPC's namespace,
 // named by the secret's id (see `secretObjectName`). Labels tie it back to Pier's ids so
@@ -19,7 +19,7 @@ export const LABELS = {
 
 const SELECTOR = `${LABELS.managedBy}=pier,${LABELS.component}=secret`;
 
-export class KubernetesSecretStore implements SecretStorePort {
+export class KubernetesSecretStore implements SecretsCluster {
   readonly kind = 'kubernetes' as const;
   private readonly core: CoreV1Api;
 

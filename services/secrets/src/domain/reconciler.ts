@@ -1,7 +1,6 @@
-import { Periodic, type Logger } from '@pier/kit';
-import type { SecretStorePort } from './store-port.ts';
-import type { SecretsStore } from './records-port.ts';
-import { deletedEvent } from './secret.ts';
+import { Periodic } from '@pier/kit';
+import type { SecretsContext } from './context.ts';
+import { removeDeleted } from './delete-secret.ts';
 
 export interface ReconcileReport {
   /** `creating` records undone: the caller never got a 201, so the create is rolled back. */
@@ -35,19 +34,16 @@ export class Reconciler {
   private readonly sweepEvery: number;
 
   constructor(
-    private readonly records: SecretsStore,
-    private readonly store: SecretStorePort,
-    private readonly log: Logger,
-    private readonly onEvent: () => void,
+    private readonly ctx: SecretsContext,
     intervalMs: number,
     opts: ReconcilerOptions = {},
   ) {
     this.staleAfterMs = opts.staleAfterMs ?? 60_000;
     this.sweepEvery = opts.sweepEvery ?? 10;
     this.loop = new Periodic(() => this.runOnce(), intervalMs, {
-      log: this.log,
+      log: ctx.log,
       what: 'secrets reconcile pass',
-      describe: (err) => ({ cause: this.store.describeError(err) }),
+      describe: (err) => ({ cause: ctx.cluster.describeError(err) }),
     });
   }
 
@@ -70,37 +66,39 @@ export class Reconciler {
 
   private async pass(): Promise<ReconcileReport> {
     const report: ReconcileReport = { undone: 0, deleted: 0, swept: 0 };
-    for (const record of await this.records.stalePending(this.staleAfterMs)) {
+    const { store, cluster, log } = this.ctx;
+    for (const record of await store.stalePending(this.staleAfterMs)) {
       const id = { vpcId: record.vpcId, secretId: record.id };
       try {
-        await this.store.delete(id);
+        await cluster.delete(id);
       } catch (err) {
-        this.log.warn({ secretId: record.id, cause: this.store.describeError(err) }, 'reconcile: secret store unreachable; will retry');
+        log.warn({ secretId: record.id, cause: cluster.describeError(err) }, 'reconcile: secret store unreachable; will retry');
         continue;
       }
       if (record.state === 'creating') {
-        if (await this.records.removeCreating(record.id)) report.undone++;
-      } else if (await this.records.finishDelete(record.id, deletedEvent)) {
+        if (await store.removeCreating(record.id)) report.undone++;
+      } else if (await removeDeleted(this.ctx, record.id)) {
         report.deleted++;
       }
     }
-    if (report.deleted > 0) this.onEvent();
+    if (report.deleted > 0) this.ctx.eventsWritten();
     if (this.passes++ % this.sweepEvery === 0) report.swept = await this.sweep();
-    if (report.undone || report.deleted || report.swept) this.log.info(report, 'reconciled secrets left pending');
+    if (report.undone || report.deleted || report.swept) log.info(report, 'reconciled secrets left pending');
     return report;
   }
 
   private async sweep(): Promise<number> {
+    const { store, cluster, log } = this.ctx;
     // What a write cut short left beside the objects (sealed values under a temporary name).
-    const strays = (await this.store.removeStrays?.(this.staleAfterMs)) ?? 0;
-    if (strays > 0) this.log.info({ strays }, 'removed temporary files an interrupted store write left');
-    const objects = await this.store.list();
+    const strays = (await cluster.removeStrays?.(this.staleAfterMs)) ?? 0;
+    if (strays > 0) log.info({ strays }, 'removed temporary files an interrupted store write left');
+    const objects = await cluster.list();
     if (objects.length === 0) return 0;
-    const known = await this.records.existingIds(objects.map((o) => o.secretId));
+    const known = await store.existingIds(objects.map((o) => o.secretId));
     let swept = 0;
     for (const o of objects) {
       if (known.has(o.secretId)) continue;
-      await this.store.delete(o);
+      await cluster.delete(o);
       swept++;
     }
     return swept;

@@ -1,50 +1,35 @@
-// What the secrets service needs from a cluster's secret store (the domain defines it,
-// cluster/ implements it), in crossplane's
-// managed-resource terms: `observe` says whether the object exists, `apply` and `delete`
-// are idempotent, so a retry after a crash is always safe.
+// What secrets' use cases need from its schema: records of names, never values. The domain
+// defines it; store/store.ts implements it with knex. A transaction is the same interface
+// bound to one connection, and events are written in it (the outbox), with the change.
+import type { Page, PageRequest, PierEvent } from '@pier/kit';
+import type { Scope, SecretRecord } from './records.ts';
 
-/** Secret values: environment variable name -> value. Never logged, never stored by us. */
-export type SecretValues = Record<string, string>;
+export interface SecretsStore {
+  transaction<T>(fn: (tx: SecretsStore) => Promise<T>): Promise<T>;
+  writeEvent(event: PierEvent): Promise<void>;
 
-/** Addresses one secret's object in the store; objects are named by secret id. */
-export interface SecretObjectId {
-  vpcId: string;
-  secretId: string;
-}
-
-/** What `apply` writes beside the values, so the object can be traced back to Pier. */
-export interface SecretObjectRef extends SecretObjectId {
-  workspaceId: string;
-  name: string;
-}
-
-export interface Observation {
-  exists: boolean;
-  /** Key names held by the object (never the values). Empty when it does not exist. */
-  keys: string[];
-}
-
-export interface SecretStorePort {
-  readonly kind: 'docker' | 'kubernetes';
-  /** Answers when the store can be used (readiness); throws otherwise. */
-  ping(): Promise<void>;
-  observe(id: SecretObjectId): Promise<Observation>;
-  /** Creates or replaces the object with exactly these values. */
-  apply(ref: SecretObjectRef, values: SecretValues): Promise<void>;
-  /** The values, or undefined when the object does not exist. */
-  read(id: SecretObjectId): Promise<SecretValues | undefined>;
-  /** Removes the object; removing a missing object succeeds. */
-  delete(id: SecretObjectId): Promise<void>;
-  /** Every object this store holds for Pier, so ones whose record is gone can be swept. */
-  list(): Promise<SecretObjectId[]>;
-  /**
-   * Removes what an interrupted write left beside the objects (the docker store's temporary
-   * files) once older than `olderThanMs`; how many. Stores whose writes are atomic have none.
-   */
-  removeStrays?(olderThanMs: number): Promise<number>;
-  /**
-   * A short description of one of this store's failures, for logs: never anything the
-   * request carried (a Kubernetes error echoes the request body; only its status is kept).
-   */
-  describeError(err: unknown): string;
+  /** Inserts a record in state `creating`; a name taken in the VPC is a ConflictError. */
+  insertCreating(scope: Scope, name: string, keys: string[]): Promise<SecretRecord>;
+  /** `creating` -> `ready`; undefined when the record is no longer `creating`. */
+  markReady(id: string): Promise<SecretRecord | undefined>;
+  /** Removes a record still `creating` (a create undone). */
+  removeCreating(id: string): Promise<boolean>;
+  /** A `ready` record in the scope. */
+  get(scope: Scope, id: string): Promise<SecretRecord | undefined>;
+  /** A page of the scope's `ready` records, oldest first. */
+  list(scope: Scope, page: PageRequest): Promise<Page<SecretRecord>>;
+  /** `ready` records of the scope among these ids. */
+  findReady(scope: Scope, ids: string[]): Promise<SecretRecord[]>;
+  /** `ready` -> `deleting`; undefined when there is no such ready record. */
+  beginDelete(scope: Scope, id: string): Promise<SecretRecord | undefined>;
+  /** `deleting` -> `ready`, when the store could not be reached. */
+  revertDelete(id: string): Promise<void>;
+  /** Removes a `deleting` record; the record removed, undefined when there was none. */
+  removeDeleting(id: string): Promise<SecretRecord | undefined>;
+  /** Records left `creating` or `deleting` for longer than this. */
+  stalePending(olderThanMs: number): Promise<SecretRecord[]>;
+  /** Which of these ids have a record, in any state. */
+  existingIds(ids: string[]): Promise<Set<string>>;
+  /** Records of the VPC in any state: a pending one still occupies the VPC. */
+  countInVpc(vpcId: string): Promise<number>;
 }

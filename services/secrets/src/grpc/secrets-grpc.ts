@@ -1,6 +1,7 @@
 import { InputError, serviceDefinition, unary, type grpc } from '@pier/kit';
-import type { Secrets } from '../domain/secrets.ts';
-import type { Scope, SecretReference } from '../domain/secret.ts';
+import type { SecretsContext } from '../domain/context.ts';
+import type { Scope, SecretReference } from '../domain/records.ts';
+import { checkReferences, resolveReferences } from '../domain/references.ts';
 import type { CallerCheck } from './caller.ts';
 
 export const PROTO_FILE = 'secrets.proto';
@@ -30,20 +31,20 @@ function parseRequest(req: ReferencesRequest): { scope: Scope; refs: SecretRefer
   };
 }
 
-export function secretsGrpcService(secrets: Secrets, caller: CallerCheck) {
+export function secretsGrpcService(ctx: SecretsContext, caller: CallerCheck) {
   return {
     definition: serviceDefinition(PROTO_FILE, PROTO_PACKAGE, SERVICE_NAME),
     implementation: {
       CheckReferences: unary(async (req: ReferencesRequest, metadata: grpc.Metadata) => {
         await caller.admit(metadata);
         const { scope, refs } = parseRequest(req);
-        const missing = await secrets.check(scope, refs);
+        const missing = await checkReferences(ctx, scope, refs);
         return { missing: missing.map((m) => ({ secret_id: m.secretId, key: m.key, reason: m.reason })) };
       }),
       ResolveReferences: unary(async (req: ReferencesRequest, metadata: grpc.Metadata) => {
         await caller.admit(metadata);
         const { scope, refs } = parseRequest(req);
-        const values = await secrets.resolve(scope, refs);
+        const values = await resolveReferences(ctx, scope, refs);
         return { values: values.map((v) => ({ secret_id: v.secretId, key: v.key, value: v.value })) };
       }),
     },

@@ -1,8 +1,11 @@
 import { z } from 'zod';
 import { defineRoute, pageQuery, type Route } from '@pier/kit';
-import type { Secrets } from '../domain/secrets.ts';
+import type { SecretsContext } from '../domain/context.ts';
+import { createSecret, takeUpCreate } from '../domain/create-secret.ts';
+import { deleteSecret } from '../domain/delete-secret.ts';
+import { getSecret, listSecrets } from '../domain/read-secrets.ts';
 import { createSecretInput } from '../domain/secret-rules.ts';
-import { errorJson, secretJson, secretListJson, toJson } from './secret-json.ts';
+import { errorSchema, secretJson, secretListSchema, secretSchema } from './shapes.ts';
 
 const BASE = '/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/secrets';
 const TAG = 'secrets';
@@ -12,14 +15,14 @@ const secretParams = scopeParams.extend({ secretID: z.string() });
 
 const scopeOf = (p: { workspaceID: string; vpcID: string }) => ({ workspaceId: p.workspaceID, vpcId: p.vpcID });
 
-const denied = { description: 'insufficient workspace permissions', schema: errorJson };
-const notFound = { description: 'secret not found (`secret_not_found`)', schema: errorJson };
+const denied = { description: 'insufficient workspace permissions', schema: errorSchema };
+const notFound = { description: 'secret not found (`secret_not_found`)', schema: errorSchema };
 const unavailable = {
   description: "the cluster's secret store cannot be reached (`cluster_unavailable`); nothing was written",
-  schema: errorJson,
+  schema: errorSchema,
 };
 
-export function secretRoutes(secrets: Secrets): Route[] {
+export function secretRoutes(ctx: SecretsContext): Route[] {
   return [
     defineRoute({
       method: 'get',
@@ -30,12 +33,12 @@ export function secretRoutes(secrets: Secrets): Route[] {
       params: scopeParams,
       query: pageQuery,
       responses: {
-        200: { description: 'a page of secrets, without values', schema: secretListJson },
-        400: { description: 'bad limit or cursor', schema: errorJson },
+        200: { description: 'a page of secrets, without values', schema: secretListSchema },
+        400: { description: 'bad limit or cursor', schema: errorSchema },
       },
       handler: async ({ params, query }) => {
-        const page = await secrets.list(scopeOf(params), query);
-        return { status: 200, body: { items: page.items.map(toJson), next_cursor: page.nextCursor } };
+        const page = await listSecrets(ctx, scopeOf(params), query);
+        return { status: 200, body: { items: page.items.map(secretJson), next_cursor: page.nextCursor } };
       },
     }),
     defineRoute({
@@ -49,20 +52,20 @@ export function secretRoutes(secrets: Secrets): Route[] {
       params: scopeParams,
       body: createSecretInput,
       responses: {
-        201: { description: 'created; values are not echoed', schema: secretJson },
-        400: { description: 'invalid name or values (the message names the problem)', schema: errorJson },
+        201: { description: 'created; values are not echoed', schema: secretSchema },
+        400: { description: 'invalid name or values (the message names the problem)', schema: errorSchema },
         403: denied,
-        409: { description: 'a secret with this name exists in the VPC (`already_exists`)', schema: errorJson },
+        409: { description: 'a secret with this name exists in the VPC (`already_exists`)', schema: errorSchema },
         503: unavailable,
       },
       handler: async ({ params, body, log }) => {
-        const record = await secrets.create(scopeOf(params), body);
+        const record = await createSecret(ctx, scopeOf(params), body);
         log.info({ secretId: record.id, keys: record.keys.length }, 'secret created');
-        return { status: 201, body: toJson(record) };
+        return { status: 201, body: secretJson(record) };
       },
       replay: async ({ params }, id) => {
-        const record = await secrets.takeUpCreate(scopeOf(params), id);
-        return record && { status: 201, body: toJson(record) };
+        const record = await takeUpCreate(ctx, scopeOf(params), id);
+        return record && { status: 201, body: secretJson(record) };
       },
     }),
     defineRoute({
@@ -72,8 +75,8 @@ export function secretRoutes(secrets: Secrets): Route[] {
       tag: TAG,
       access: 'Member',
       params: secretParams,
-      responses: { 200: { description: 'the secret, without values', schema: secretJson }, 404: notFound },
-      handler: async ({ params }) => ({ status: 200, body: toJson(await secrets.get(scopeOf(params), params.secretID)) }),
+      responses: { 200: { description: 'the secret, without values', schema: secretSchema }, 404: notFound },
+      handler: async ({ params }) => ({ status: 200, body: secretJson(await getSecret(ctx, scopeOf(params), params.secretID)) }),
     }),
     defineRoute({
       method: 'delete',
@@ -86,7 +89,7 @@ export function secretRoutes(secrets: Secrets): Route[] {
       params: secretParams,
       responses: { 204: { description: 'deleted' }, 403: denied, 404: notFound, 503: unavailable },
       handler: async ({ params, log }) => {
-        await secrets.delete(scopeOf(params), params.secretID);
+        await deleteSecret(ctx, scopeOf(params), params.secretID);
         log.info({ secretId: params.secretID }, 'secret deleted');
         return { status: 204 };
       },

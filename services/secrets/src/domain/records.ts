@@ -1,4 +1,5 @@
-import type { PierEvent } from '@pier/kit';
+// What secrets records and hands between its use cases: names only. A secret's values
+// exist only in the cluster's secret store (cluster-port.ts), never here.
 
 export type SecretState = 'creating' | 'ready' | 'deleting';
 
@@ -21,6 +22,7 @@ export interface Scope {
   vpcId: string;
 }
 
+/** One value a service's environment asks for: a key of a secret. */
 export interface SecretReference {
   secretId: string;
   key: string;
@@ -34,25 +36,4 @@ export interface MissingReference extends SecretReference {
 
 export interface ResolvedReference extends SecretReference {
   value: string;
-}
-
-// Events say what happened to which secret; they never carry values.
-export function createdEvent(r: SecretRecord): PierEvent {
-  return {
-    kind: 'secret.created',
-    workspaceId: r.workspaceId,
-    vpcId: r.vpcId,
-    resourceId: r.id,
-    data: { id: r.id, name: r.name, keys: r.keys },
-  };
-}
-
-export function deletedEvent(r: SecretRecord): PierEvent {
-  return {
-    kind: 'secret.deleted',
-    workspaceId: r.workspaceId,
-    vpcId: r.vpcId,
-    resourceId: r.id,
-    data: { id: r.id, name: r.name },
-  };
 }

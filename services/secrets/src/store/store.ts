@@ -1,6 +1,8 @@
 import { insertForKey, keysetPage, mapPage, translatePgError, writeEvent, isUuid, type Knex, type Page, type PageRequest, type PierEvent } from '@pier/kit';
-import type { Scope, SecretRecord, SecretState } from '../domain/secret.ts';
-import type { SecretsStore } from '../domain/records-port.ts';
+import type { Scope, SecretRecord, SecretState } from '../domain/records.ts';
+import type { SecretsStore } from '../domain/store-port.ts';
+
+type Db = Knex | Knex.Transaction;
 
 interface Row {
   id: string;
@@ -29,7 +31,15 @@ function toRecord(r: Row): SecretRecord {
 }
 
 export class KnexSecretsStore implements SecretsStore {
-  constructor(private readonly db: Knex) {}
+  constructor(private readonly db: Db) {}
+
+  transaction<T>(fn: (tx: SecretsStore) => Promise<T>): Promise<T> {
+    return (this.db as Knex).transaction((trx) => fn(new KnexSecretsStore(trx)));
+  }
+
+  writeEvent(event: PierEvent): Promise<void> {
+    return writeEvent(this.db, event);
+  }
 
   async insertCreating(scope: Scope, name: string, keys: string[]): Promise<SecretRecord> {
     try {
@@ -45,14 +55,9 @@ export class KnexSecretsStore implements SecretsStore {
     }
   }
 
-  async finishCreate(id: string, event: (r: SecretRecord) => PierEvent): Promise<SecretRecord | undefined> {
-    return this.db.transaction(async (trx) => {
-      const [row] = await trx<Row>('secrets').where({ id, state: 'creating' }).update({ state: 'ready', updated_at: trx.fn.now() }).returning(COLUMNS);
-      if (!row) return undefined;
-      const record = toRecord(row as Row);
-      await writeEvent(trx, event(record));
-      return record;
-    });
+  async markReady(id: string): Promise<SecretRecord | undefined> {
+    const [row] = await this.db<Row>('secrets').where({ id, state: 'creating' }).update({ state: 'ready', updated_at: this.db.fn.now() }).returning(COLUMNS);
+    return row ? toRecord(row as Row) : undefined;
   }
 
   async removeCreating(id: string): Promise<boolean> {
@@ -86,13 +91,9 @@ export class KnexSecretsStore implements SecretsStore {
     await this.db('secrets').where({ id, state: 'deleting' }).update({ state: 'ready', updated_at: this.db.fn.now() });
   }
 
-  async finishDelete(id: string, event: (r: SecretRecord) => PierEvent): Promise<boolean> {
-    return this.db.transaction(async (trx) => {
-      const [row] = await trx<Row>('secrets').where({ id, state: 'deleting' }).delete().returning(COLUMNS);
-      if (!row) return false;
-      await writeEvent(trx, event(toRecord(row as Row)));
-      return true;
-    });
+  async removeDeleting(id: string): Promise<SecretRecord | undefined> {
+    const [row] = await this.db<Row>('secrets').where({ id, state: 'deleting' }).delete().returning(COLUMNS);
+    return row ? toRecord(row as Row) : undefined;
   }
 
   async stalePending(olderThanMs: number): Promise<SecretRecord[]> {

@@ -1,8 +1,9 @@
+// The JSON secrets answers with, and the zod schemas that document it in OpenAPI.
 import { z } from 'zod';
-import type { SecretRecord } from '../domain/secret.ts';
+import type { SecretRecord } from '../domain/records.ts';
 
 /** A secret as the API shows it. There is no `values` field, by design: values are write-only. */
-export const secretJson = z.object({
+export const secretSchema = z.object({
   id: z.string().describe('Secret identifier ({secretID})'),
   workspace_id: z.string(),
   vpc_id: z.string(),
@@ -12,14 +13,14 @@ export const secretJson = z.object({
   updated_at: z.string().describe('ISO 8601 UTC'),
 });
 
-export const secretListJson = z.object({
-  items: z.array(secretJson),
+export const secretListSchema = z.object({
+  items: z.array(secretSchema),
   next_cursor: z.string().nullable().describe('Pass as `cursor` for the next page; null on the last page'),
 });
 
-export const errorJson = z.object({ error: z.string(), code: z.string() });
+export const errorSchema = z.object({ error: z.string(), code: z.string() });
 
-export function toJson(r: SecretRecord): z.infer<typeof secretJson> {
+export function secretJson(r: SecretRecord): z.infer<typeof secretSchema> {
   return {
     id: r.id,
     workspace_id: r.workspaceId,
