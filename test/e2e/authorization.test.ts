@@ -19,7 +19,7 @@
 //   a resource outside the VPC in the path: 404, never 403 (ids cannot be probed).
 // - "allowed" means the guard let the request through: with a JSON body the test sends an
 //   invalid one, so an allowed write answers 400 and changes nothing (roles are judged
-//   before the body: kit's http.ts checks scope and role first); without a body the write
+//   before the body: kit's route handler (route-handler.ts) checks scope and role first); without a body the write
 //   runs for real: a DELETE spends a spare of the caller's (the Admin and the Owner each
 //   have a VPC, key, member, session, service, env var, domain, secret and allowlist rule
 //   to remove, and must get a 2xx), DELETEs last and the deepest paths first.

@@ -7,7 +7,9 @@ import type { Logger } from './logger.ts';
 import type { Requirement } from './roles.ts';
 import { IDENTITY_HEADER, type Identity, type IdentityVerifier } from './identity.ts';
 import { PierError, errorBody, httpStatusOf } from './errors.ts';
-import { checkScope, loggablePath, parseWith, refuseNul, REQUEST_ID_HEADER } from './http.ts';
+import { checkScope } from './route.ts';
+import { parseWith, refuseNul } from './request-parsing.ts';
+import { loggablePath, REQUEST_ID_HEADER } from './middleware.ts';
 import { writeSocketError } from './socket-response.ts';
 
 // WebSocket routes of a service (a shell): the same contract as a JSON route — identity,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineRoute, type Route } from './http.ts';
+import { defineRoute, type Route } from './route.ts';
 
 /**
  * Internal route each resource service serves so auth can refuse to delete a VPC that
