@@ -1,30 +1,13 @@
-import type { Knex, Route } from '@pier/kit';
-import type { VpcUsage } from './domain/vpcs.ts';
-import type { AnswerCaches } from './domain/answer-caches.ts';
-import { ApiKeys } from './domain/api-keys.ts';
-import { CliSessions } from './domain/cli-sessions.ts';
-import { Members } from './domain/members.ts';
-import { Vpcs } from './domain/vpcs.ts';
-import { Workspaces } from './domain/workspaces.ts';
-import { authRoutes } from './http/routes.ts';
-import type { LastUsedRecorder } from './store/last-used.ts';
-import { Store } from './store/store.ts';
+import type { Route } from '@pier/kit';
+import type { AuthContext } from './domain/context.ts';
+import { apiKeyRoutes } from './http/api-key-routes.ts';
+import { cliSessionRoutes } from './http/cli-session-routes.ts';
+import { meRoutes } from './http/me-routes.ts';
+import { memberRoutes } from './http/member-routes.ts';
+import { vpcRoutes } from './http/vpc-routes.ts';
+import { workspaceRoutes } from './http/workspace-routes.ts';
 
-export interface RouteDeps {
-  db: Knex;
-  usage: VpcUsage;
-  lastUsed: LastUsedRecorder;
-  caches: AnswerCaches;
-}
-
-/** Every REST route auth serves, built from its dependencies. */
-export function authRestRoutes(deps: RouteDeps): Route[] {
-  const store = new Store(deps.db);
-  return authRoutes({
-    workspaces: new Workspaces(store),
-    members: new Members(store, deps.caches),
-    vpcs: new Vpcs(store, deps.usage, deps.caches),
-    apiKeys: new ApiKeys(store, deps.lastUsed, deps.caches),
-    sessions: new CliSessions(store, deps.lastUsed, deps.caches),
-  });
+/** Every REST route auth serves, built from its context (the SDK's OpenAPI document describes them too). */
+export function authRestRoutes(ctx: AuthContext): Route[] {
+  return [...meRoutes(), ...workspaceRoutes(ctx), ...memberRoutes(ctx), ...vpcRoutes(ctx), ...apiKeyRoutes(ctx), ...cliSessionRoutes(ctx)];
 }

@@ -6,13 +6,12 @@ import { bootstrap, type BootstrapResult } from './bootstrap/bootstrap.ts';
 import { HttpVpcUsage, type UsageTarget } from './clients/vpc-usage.ts';
 import { EpochBroadcaster } from './clients/epoch-broadcaster.ts';
 import type { AuthConfig } from './config.ts';
-import { Authenticator } from './domain/authenticate.ts';
-import { VpcLookup } from './domain/vpcs.ts';
+import type { AuthContext } from './domain/context.ts';
 import { authGrpcService } from './grpc/auth-service.ts';
 import { CredentialStore } from './store/credentials.ts';
 import { LastUsedRecorder } from './store/last-used.ts';
 import { migrations, SCHEMA } from './store/migrations.ts';
-import { Store } from './store/store.ts';
+import { KnexAuthStore } from './store/store.ts';
 
 export interface RunningAuth extends RunningService {
   grpcPort: number;
@@ -37,9 +36,9 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
     schema: SCHEMA,
     migrations,
     logDestination: options.logDestination,
-    async wire({ db, logger, verifier }) {
+    async wire({ db, logger, verifier, relay }) {
       const privateKey = await importIdentityKey(config.PIER_IDENTITY_PRIVATE_KEY);
-      const store = new Store(db);
+      const store = new KnexAuthStore(db);
       const boot = config.PIER_BOOTSTRAP
         ? await bootstrap(store, { email: config.PIER_BOOTSTRAP_EMAIL, configDir: config.PIER_CONFIG_DIR, apiUrl: config.PIER_PUBLIC_URL }, logger)
         : undefined;
@@ -51,15 +50,6 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
         config.PIER_OIDC_ISSUER && config.PIER_OIDC_JWKS_URL && config.PIER_OIDC_AUDIENCE
           ? new OidcVerifier({ issuer: config.PIER_OIDC_ISSUER, jwksUrl: config.PIER_OIDC_JWKS_URL, audience: config.PIER_OIDC_AUDIENCE })
           : undefined;
-      const authenticator = new Authenticator({
-        credentials: new CredentialStore(db),
-        createUser: (email) => store.users.findOrCreate(email),
-        jwt: oidc,
-        minter,
-        uses: lastUsed,
-        installation,
-      });
-
       const targets: UsageTarget[] = [
         { service: 'compute', baseUrl: config.PIER_COMPUTE_URL },
         { service: 'databases', baseUrl: config.PIER_DATABASES_URL },
@@ -75,12 +65,23 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
       const caches = new EpochBroadcaster(db, installation, natsTarget(config), config.PIER_AUTH_CACHE_LEASE_MS, config.PIER_AUTH_CACHE_CLOCK_SKEW_MS, logger);
       const gateway = await ServiceCallerCheck.create(config.PIER_GATEWAY_SERVICE_PUBLIC_KEY, 'gateway', 'auth', 'PIER_GATEWAY_SERVICE_PUBLIC_KEY');
       if (!gateway.configured) logger.warn('PIER_GATEWAY_SERVICE_PUBLIC_KEY is not set: every Authenticate and RecordUses call will be refused');
+      const ctx: AuthContext = {
+        store,
+        credentials: new CredentialStore(db),
+        jwt: oidc,
+        minter,
+        identities: verifier,
+        uses: lastUsed,
+        caches,
+        usage,
+        installation,
+        log: logger,
+        eventsWritten: () => relay.poke(),
+        now: () => new Date(),
+      };
       return {
-        routes: authRestRoutes({ db, usage, lastUsed, caches }),
-        grpc: {
-          port: config.PIER_AUTH_GRPC_PORT,
-          services: [authGrpcService(authenticator, new VpcLookup(store.vpcs, verifier), lastUsed, gateway, logger)],
-        },
+        routes: authRestRoutes(ctx),
+        grpc: { port: config.PIER_AUTH_GRPC_PORT, services: [authGrpcService(ctx, gateway)] },
         background: [lastUsed, caches],
         extra: { bootstrap: boot },
         describe: { oidc: oidc !== undefined },

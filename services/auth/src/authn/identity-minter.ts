@@ -1,5 +1,5 @@
 import { signIdentity, type Identity } from '@pier/kit';
-import type { IdentityMinter } from '../domain/authenticate.ts';
+import type { IdentityMinter } from '../domain/authn-port.ts';
 
 type Key = Parameters<typeof signIdentity>[0];
 

@@ -1,6 +1,6 @@
 import { createRemoteJWKSet, jwtVerify, errors } from 'jose';
 import { AuthenticationError, UnavailableError } from '@pier/kit';
-import type { JwtVerifier } from '../domain/authenticate.ts';
+import type { JwtVerifier } from '../domain/authn-port.ts';
 
 export interface OidcSettings {
   issuer: string;

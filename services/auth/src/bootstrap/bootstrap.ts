@@ -72,7 +72,7 @@ export async function bootstrap(store: AuthStore, settings: BootstrapSettings, l
       scopes: [],
       expires_at: null,
     });
-    await tx.event(apiKeyCreated(workspace.id, key.id, key.name, null, [], user.id));
+    await tx.writeEvent(apiKeyCreated(workspace.id, key.id, key.name, null, [], user.id));
     await tx.recordBootstrap({ user_id: user.id, workspace_id: workspace.id, vpc_id: vpc.id, api_key_id: key.id });
     await writeCliFiles(settings.configDir, { api_url: settings.apiUrl, token: secret.key }, { workspace_id: workspace.id, vpc_id: vpc.id });
     // The files hold a key the database does not (yet): the next start creates everything again and rewrites them.

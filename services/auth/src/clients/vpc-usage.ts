@@ -1,5 +1,5 @@
 import { IDENTITY_HEADER, UnavailableError } from '@pier/kit';
-import type { VpcUsage } from '../domain/vpcs.ts';
+import type { VpcUsage } from '../domain/vpc-usage-port.ts';
 
 export interface UsageTarget {
   /** Service name, used in messages (`compute`, `databases`, `secrets`). */

@@ -10,15 +10,23 @@ export interface AnswerCaches {
   invalidated(epoch: number): Promise<void>;
 }
 
+/** The part of the context a change of answers uses (context.ts imports this file, so not the whole of it). */
+interface ChangingContext {
+  store: AuthStore;
+  caches: AnswerCaches;
+  eventsWritten(): void;
+}
+
 /** Runs `fn` in a transaction that raises the auth epoch, and returns once every cache has let go of older answers. */
-export async function changingAnswers<T>(store: AuthStore, caches: AnswerCaches, fn: (tx: AuthStore) => Promise<T>): Promise<T> {
+export async function changingAnswers<T>(ctx: ChangingContext, fn: (tx: AuthStore) => Promise<T>): Promise<T> {
   let epoch = 0;
-  const result = await store.transaction(async (tx) => {
+  const result = await ctx.store.transaction(async (tx) => {
     const r = await fn(tx);
     // Last, so the epoch row (one for the whole schema) is locked only for the commit.
     epoch = await tx.raiseAuthEpoch();
     return r;
   });
-  await caches.invalidated(epoch);
+  ctx.eventsWritten();
+  await ctx.caches.invalidated(epoch);
   return result;
 }

@@ -94,8 +94,8 @@ export interface AuthStore {
   readonly apiKeys: ApiKeyRecords;
   readonly sessions: SessionRecords;
   transaction<T>(fn: (tx: AuthStore) => Promise<T>): Promise<T>;
-  /** Writes an event into the outbox of the current transaction. */
-  event(event: PierEvent): Promise<void>;
+  /** Writes an event into the outbox of the current transaction (kit's writeEvent). */
+  writeEvent(event: PierEvent): Promise<void>;
   /** Raises the auth epoch (domain/answer-caches.ts) in the current transaction; the new value. */
   raiseAuthEpoch(): Promise<number>;
   /** Serialises bootstrap between auth instances starting at once; held until the transaction ends. */

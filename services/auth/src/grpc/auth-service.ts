@@ -1,6 +1,7 @@
-import { isUuid, PierError, pgErrorOf, serviceDefinition, unary, type grpc, type Logger, type ServiceCallerCheck } from '@pier/kit';
-import type { AuthenticateRequest, AuthenticateResponse, Authenticator, UseRecorder } from '../domain/authenticate.ts';
-import type { VpcLookup } from '../domain/vpcs.ts';
+import { isUuid, PierError, pgErrorOf, serviceDefinition, unary, type grpc, type ServiceCallerCheck } from '@pier/kit';
+import { authenticate, type AuthenticateRequest, type AuthenticateResponse } from '../domain/authenticate.ts';
+import type { AuthContext } from '../domain/context.ts';
+import { findVpc } from '../domain/vpcs.ts';
 
 /**
  * The `auth.v1.Auth` gRPC service (proto/auth.proto). Authenticate and RecordUses are the
@@ -9,7 +10,7 @@ import type { VpcLookup } from '../domain/vpcs.ts';
  * used. FindVpc is asked on a user's behalf and carries that user's identity token, which
  * is its credential.
  */
-export function authGrpcService(authenticator: Authenticator, vpcs: VpcLookup, uses: UseRecorder, gateway: ServiceCallerCheck, log: Logger) {
+export function authGrpcService(ctx: AuthContext, gateway: ServiceCallerCheck) {
   const guarded =
     <Req, Res>(what: string, fn: (req: Req) => Promise<Res>) =>
     async (req: Req): Promise<Res> => {
@@ -19,7 +20,7 @@ export function authGrpcService(authenticator: Authenticator, vpcs: VpcLookup, u
         if (err instanceof PierError) throw err;
         // The database being away is a reason to answer "try again" (503 `unavailable`, as
         // every service answers then, through kit's one table), not "broken".
-        log.error({ err }, `${what} failed`);
+        ctx.log.error({ err }, `${what} failed`);
         throw pgErrorOf(err) ?? err;
       }
     };
@@ -28,18 +29,18 @@ export function authGrpcService(authenticator: Authenticator, vpcs: VpcLookup, u
     implementation: {
       Authenticate: unary(async (req: AuthenticateRequest, metadata: grpc.Metadata) => {
         await gateway.admit(metadata);
-        return guarded<AuthenticateRequest, AuthenticateResponse>('Authenticate', (r) => authenticator.authenticate(r))(req);
+        return guarded<AuthenticateRequest, AuthenticateResponse>('Authenticate', (r) => authenticate(ctx, r))(req);
       }),
       FindVpc: unary(
         guarded<{ identity_token: string; vpc_id: string }, { found: boolean }>('FindVpc', async (req) => ({
-          found: await vpcs.find(req.identity_token, req.vpc_id),
+          found: await findVpc(ctx, req.identity_token, req.vpc_id),
         })),
       ),
       // Uses a gateway answered from its cache; ids that are not UUIDs are not ours and are dropped.
       RecordUses: unary(async (req: { api_key_ids?: string[]; session_ids?: string[] }, metadata: grpc.Metadata) => {
         await gateway.admit(metadata);
-        for (const id of req.api_key_ids ?? []) if (isUuid(id)) uses.touch('api_keys', id);
-        for (const id of req.session_ids ?? []) if (isUuid(id)) uses.touch('cli_sessions', id);
+        for (const id of req.api_key_ids ?? []) if (isUuid(id)) ctx.uses.touch('api_keys', id);
+        for (const id of req.session_ids ?? []) if (isUuid(id)) ctx.uses.touch('cli_sessions', id);
         return {};
       }),
     },

@@ -1,4 +1,5 @@
 import type { Knex } from '@pier/kit';
+import type { CredentialLookup } from '../domain/authn-port.ts';
 import type { Resolved, Scope } from '../domain/records.ts';
 
 // One indexed statement per request: credential by its unique hash, the creator, their
@@ -42,7 +43,7 @@ interface PgConnection {
   query(q: { name: string; text: string; values: unknown[] }): Promise<{ rows: Resolved[] }>;
 }
 
-export class CredentialStore {
+export class CredentialStore implements CredentialLookup {
   constructor(private readonly db: Knex) {}
 
   /**

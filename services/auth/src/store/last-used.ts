@@ -1,6 +1,5 @@
 import type { Knex, Logger } from '@pier/kit';
-
-type Table = 'api_keys' | 'cli_sessions';
+import type { CredentialTable as Table, UseRecorder } from '../domain/authn-port.ts';
 
 /**
  * Records `last_used_at` of API keys and CLI sessions without a write per request: uses
@@ -8,7 +7,7 @@ type Table = 'api_keys' | 'cli_sessions';
  * (500 ms), so a use reaches the database within about half a second. A crash loses at
  * most that last half second of "last used" times, never anything else.
  */
-export class LastUsedRecorder {
+export class LastUsedRecorder implements UseRecorder {
   private readonly pending: Record<Table, Map<string, Date>> = { api_keys: new Map(), cli_sessions: new Map() };
   private timer?: NodeJS.Timeout;
   private flushing?: Promise<void>;

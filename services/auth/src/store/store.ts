@@ -13,10 +13,10 @@ const BOOTSTRAP_LOCK = 7_101_000_001;
 
 /**
  * The auth schema, bound to a connection pool or to one transaction. Domain code asks for
- * a transaction and gets a Store whose every table and the outbox share it, so a change
+ * a transaction and gets a store whose every table and the outbox share it, so a change
  * and its event commit together or not at all.
  */
-export class Store implements AuthStore {
+export class KnexAuthStore implements AuthStore {
   readonly users: UserStore;
   readonly workspaces: WorkspaceStore;
   readonly members: MemberStore;
@@ -34,11 +34,10 @@ export class Store implements AuthStore {
   }
 
   transaction<T>(fn: (tx: AuthStore) => Promise<T>): Promise<T> {
-    return this.db.transaction((trx) => fn(new Store(trx)));
+    return this.db.transaction((trx) => fn(new KnexAuthStore(trx)));
   }
 
-  /** Writes an event into the outbox of the current transaction. */
-  event(event: PierEvent): Promise<void> {
+  writeEvent(event: PierEvent): Promise<void> {
     return writeEvent(this.db, event);
   }
 

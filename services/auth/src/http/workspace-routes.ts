@@ -1,20 +1,11 @@
 import { z } from 'zod';
-import { defineRoute, type Route } from '@pier/kit';
-import { roles, pageQuery } from '@pier/kit';
-import type { Workspaces } from '../domain/workspaces.ts';
-import type { MyWorkspaceRow } from '../domain/records.ts';
-import { errorResponses, listBody, listOf, resourceName, strictBody, timestamp, workspacePath } from './schemas.ts';
+import { defineRoute, pageQuery, type Route } from '@pier/kit';
+import type { AuthContext } from '../domain/context.ts';
+import { createWorkspace, getWorkspace, listWorkspaces } from '../domain/workspaces.ts';
+import { resourceName, strictBody, workspacePath } from './schemas.ts';
+import { errorResponses, listBody, listOf, workspaceJson, workspaceRecord } from './shapes.ts';
 
-export const workspaceRecord = z.object({
-  id: z.string(),
-  name: z.string(),
-  role: z.enum(roles).describe("the caller's role in this workspace"),
-  created_at: timestamp,
-});
-
-export const workspaceJson = (w: MyWorkspaceRow) => ({ id: w.id, name: w.name, role: w.role, created_at: w.created_at.toISOString() });
-
-export function workspaceRoutes(workspaces: Workspaces): Route[] {
+export function workspaceRoutes(ctx: AuthContext): Route[] {
   return [
     defineRoute({
       method: 'get',
@@ -26,7 +17,7 @@ export function workspaceRoutes(workspaces: Workspaces): Route[] {
       responses: { 200: { description: 'workspaces', schema: listOf(workspaceRecord) }, ...errorResponses(400) },
       handler: async ({ identity, query }) => ({
         status: 200,
-        body: listBody(await workspaces.list(identity.subject, query), workspaceJson),
+        body: listBody(await listWorkspaces(ctx, identity.subject, query), workspaceJson),
       }),
     }),
     defineRoute({
@@ -41,7 +32,7 @@ export function workspaceRoutes(workspaces: Workspaces): Route[] {
         ...errorResponses(400),
       },
       handler: async ({ identity, body }) => {
-        const { workspace, vpc } = await workspaces.create(identity.subject, body.name);
+        const { workspace, vpc } = await createWorkspace(ctx, identity.subject, body.name);
         return { status: 201, body: { ...workspaceJson(workspace), default_vpc_id: vpc.id } };
       },
     }),
@@ -53,7 +44,7 @@ export function workspaceRoutes(workspaces: Workspaces): Route[] {
       access: 'Member',
       params: workspacePath,
       responses: { 200: { description: 'the workspace', schema: workspaceRecord }, ...errorResponses(404) },
-      handler: async ({ identity, params }) => ({ status: 200, body: workspaceJson(await workspaces.get(identity.subject, params.workspaceID)) }),
+      handler: async ({ identity, params }) => ({ status: 200, body: workspaceJson(await getWorkspace(ctx, identity.subject, params.workspaceID)) }),
     }),
   ];
 }

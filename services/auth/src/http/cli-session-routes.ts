@@ -1,36 +1,15 @@
 import { z } from 'zod';
-import { defineRoute, type Route } from '@pier/kit';
-import type { CliSessions } from '../domain/cli-sessions.ts';
+import { defineRoute, pageQuery, type Route } from '@pier/kit';
+import { createCliSession, listCliSessions, revokeCliSession } from '../domain/cli-sessions.ts';
+import type { AuthContext } from '../domain/context.ts';
 import { DEFAULT_SESSION_DAYS } from '../domain/limits.ts';
-import type { SessionRow } from '../domain/records.ts';
-import { errorResponses, expiresInDays, iso, label, listBody, listOf, strictBody, timestamp } from './schemas.ts';
-import { pageQuery } from '@pier/kit';
-
-const sessionRecord = z.object({
-  id: z.string(),
-  name: z.string().nullable(),
-  api_key_id: z
-    .string()
-    .nullable()
-    .describe('the API key the session was started with: revoking the key revokes the session, and it expires no later than the key; null for none'),
-  expires_at: timestamp,
-  created_at: timestamp,
-  last_used_at: timestamp.nullable(),
-});
-
-const sessionJson = (s: SessionRow) => ({
-  id: s.id,
-  name: s.name,
-  api_key_id: s.api_key_id,
-  expires_at: s.expires_at.toISOString(),
-  created_at: s.created_at.toISOString(),
-  last_used_at: iso(s.last_used_at),
-});
+import { expiresInDays, label, strictBody } from './schemas.ts';
+import { errorResponses, listBody, listOf, sessionJson, sessionRecord } from './shapes.ts';
 
 // Both fields are optional; send `{}` for an unnamed session with the default lifetime.
 const createBody = strictBody({ name: label.optional(), expires_in_days: expiresInDays.optional() });
 
-export function cliSessionRoutes(sessions: CliSessions): Route[] {
+export function cliSessionRoutes(ctx: AuthContext): Route[] {
   const base = '/api/v1/cli-sessions';
   return [
     defineRoute({
@@ -48,7 +27,7 @@ export function cliSessionRoutes(sessions: CliSessions): Route[] {
         ...errorResponses(400),
       },
       handler: async ({ identity, body }) => {
-        const created = await sessions.create(identity.subject, { name: body.name, expiresInDays: body.expires_in_days, apiKeyId: identity.apiKeyId });
+        const created = await createCliSession(ctx, identity.subject, { name: body.name, expiresInDays: body.expires_in_days, apiKeyId: identity.apiKeyId });
         return { status: 201, body: { ...sessionJson(created), token: created.token } };
       },
       shownOnce: ['token'],
@@ -61,7 +40,7 @@ export function cliSessionRoutes(sessions: CliSessions): Route[] {
       access: 'User',
       query: pageQuery,
       responses: { 200: { description: 'sessions', schema: listOf(sessionRecord) }, ...errorResponses(400) },
-      handler: async ({ identity, query }) => ({ status: 200, body: listBody(await sessions.list(identity.subject, query), sessionJson) }),
+      handler: async ({ identity, query }) => ({ status: 200, body: listBody(await listCliSessions(ctx, identity.subject, query), sessionJson) }),
     }),
     defineRoute({
       method: 'delete',
@@ -72,7 +51,7 @@ export function cliSessionRoutes(sessions: CliSessions): Route[] {
       params: z.object({ sessionID: z.string() }),
       responses: { 204: { description: 'revoked' }, ...errorResponses(404) },
       handler: async ({ identity, params }) => {
-        await sessions.revoke(identity.subject, params.sessionID);
+        await revokeCliSession(ctx, identity.subject, params.sessionID);
         return { status: 204 };
       },
     }),

@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { defineRoute, roles, type Route } from '@pier/kit';
-import type { Members } from '../domain/members.ts';
-import type { MemberRow } from '../domain/records.ts';
-import { errorResponses, listBody, listOf, strictBody, timestamp, workspacePath } from './schemas.ts';
-import { pageQuery } from '@pier/kit';
+import { defineRoute, pageQuery, roles, type Route } from '@pier/kit';
+import type { AuthContext } from '../domain/context.ts';
+import { addMember, changeMemberRole, listMembers, removeMember } from '../domain/members.ts';
+import { strictBody, workspacePath } from './schemas.ts';
+import { errorResponses, listBody, listOf, memberJson, memberRecord } from './shapes.ts';
 
 const role = z.enum(roles, {
   error: (issue) => (issue.input === undefined ? 'is required' : `must be one of ${roles.join(', ')}`),
@@ -14,14 +14,11 @@ const email = z
   .max(254, 'must be at most 254 characters')
   .email('must be an e-mail address');
 
-const memberRecord = z.object({ user_id: z.string(), email: z.string(), role: z.enum(roles), created_at: timestamp });
-const memberJson = (m: MemberRow) => ({ user_id: m.user_id, email: m.email, role: m.role, created_at: m.created_at.toISOString() });
-
 const memberPath = workspacePath.extend({ userID: z.string() });
 
 const MANAGE = 'Owner or Admin; only an Owner may grant, change or remove the owner role, and the last owner stays';
 
-export function memberRoutes(members: Members): Route[] {
+export function memberRoutes(ctx: AuthContext): Route[] {
   const base = '/api/v1/workspaces/{workspaceID}/members';
   return [
     defineRoute({
@@ -35,7 +32,7 @@ export function memberRoutes(members: Members): Route[] {
       responses: { 200: { description: 'members', schema: listOf(memberRecord) }, ...errorResponses(400, 404) },
       handler: async ({ params, query }) => ({
         status: 200,
-        body: listBody(await members.list(params.workspaceID, query), memberJson),
+        body: listBody(await listMembers(ctx, params.workspaceID, query), memberJson),
       }),
     }),
     defineRoute({
@@ -49,7 +46,7 @@ export function memberRoutes(members: Members): Route[] {
       responses: { 201: { description: 'the new member', schema: memberRecord }, ...errorResponses(400, 403, 404, 409) },
       handler: async ({ identity, params, body }) => ({
         status: 201,
-        body: memberJson(await members.add(identity.subject, params.workspaceID, body.email, body.role)),
+        body: memberJson(await addMember(ctx, identity.subject, params.workspaceID, body.email, body.role)),
       }),
     }),
     defineRoute({
@@ -63,7 +60,7 @@ export function memberRoutes(members: Members): Route[] {
       responses: { 200: { description: 'the member', schema: memberRecord }, ...errorResponses(400, 403, 404, 409) },
       handler: async ({ identity, params, body }) => ({
         status: 200,
-        body: memberJson(await members.changeRole(identity.subject, params.workspaceID, params.userID, body.role)),
+        body: memberJson(await changeMemberRole(ctx, identity.subject, params.workspaceID, params.userID, body.role)),
       }),
     }),
     defineRoute({
@@ -75,7 +72,7 @@ export function memberRoutes(members: Members): Route[] {
       params: memberPath,
       responses: { 204: { description: 'removed' }, ...errorResponses(403, 404, 409) },
       handler: async ({ identity, params }) => {
-        await members.remove(identity.subject, params.workspaceID, params.userID);
+        await removeMember(ctx, identity.subject, params.workspaceID, params.userID);
         return { status: 204 };
       },
     }),
