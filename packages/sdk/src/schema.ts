@@ -4265,7 +4265,10 @@ export interface paths {
         /** List IP allowlist rules */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    limit?: number;
+                    cursor?: string;
+                };
                 header?: never;
                 path: {
                     workspaceID: string;
@@ -4290,7 +4293,7 @@ export interface paths {
                                 description: string;
                                 created_at: string;
                             }[];
-                            next_cursor: null;
+                            next_cursor: string | null;
                         };
                     };
                 };

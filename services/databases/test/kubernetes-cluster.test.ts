@@ -281,6 +281,13 @@ describe('the API on the kubernetes adapter', () => {
     expect(nul.body).toEqual({ error: 'description: must not contain NUL characters (U+0000)', code: 'invalid_request', field: 'description' });
     expect((await h.request('GET', `${h.base}/${res.body.id}/ip-allowlist`)).body.items).toHaveLength(1);
     expect(fake.get(...K.service, ns, `${name}-external`)!.spec.loadBalancerSourceRanges).toEqual(['198.51.100.7/32']);
+    // The list pages like every other (it always answered next_cursor: null).
+    for (const cidr of ['198.51.100.9', '198.51.100.10']) expect((await h.request('POST', `${h.base}/${res.body.id}/ip-allowlist`, { cidr })).status).toBe(201);
+    const first = (await h.request('GET', `${h.base}/${res.body.id}/ip-allowlist?limit=2`)).body;
+    expect(first.items.map((r: { cidr: string }) => r.cidr)).toEqual(['198.51.100.7/32', '198.51.100.9/32']);
+    const second = (await h.request('GET', `${h.base}/${res.body.id}/ip-allowlist?limit=2&cursor=${first.next_cursor}`)).body;
+    expect(second).toEqual({ items: [expect.objectContaining({ cidr: '198.51.100.10/32' })], next_cursor: null });
+    expect((await h.request('GET', `${h.base}/${res.body.id}/ip-allowlist?limit=0`)).status).toBe(400);
     const c = (await h.request('GET', `${h.base}/${res.body.id}/connection`)).body;
     expect(c.external_url).toBe(`postgresql://app_${res.body.short_id}:${c.password}@${res.body.short_id}.${DOMAINS.postgresql}:5432/${res.body.short_id}`);
 

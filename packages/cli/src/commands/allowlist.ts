@@ -1,8 +1,8 @@
 // pier db allowlist: the CIDR blocks a database admits from outside (empty: no restriction).
 import type { Command } from 'commander';
-import { unwrap } from '@pier/sdk';
+import { paginate, unwrap } from '@pier/sdk';
 import { examples, run } from '../command.ts';
-import { database, DATABASE } from '../resources.ts';
+import { collectAll, database, DATABASE } from '../resources.ts';
 
 const ALLOWLIST = `${DATABASE}/ip-allowlist` as const;
 
@@ -17,10 +17,10 @@ export function register(db: Command): void {
       .action(
         run(async (ctx, ref: string) => {
           const { client, path } = await database(ctx, ref);
-          const r = await unwrap(client.GET(ALLOWLIST, { params: { path } }));
-          ctx.out.result(r.items, () =>
+          const items = await collectAll(paginate((cursor) => unwrap(client.GET(ALLOWLIST, { params: { path, query: { cursor } } }))));
+          ctx.out.result(items, () =>
             ctx.out.table(
-              r.items,
+              items,
               [
                 { header: 'CIDR', value: (x) => x.cidr },
                 { header: 'DESCRIPTION', value: (x) => x.description },

@@ -4,7 +4,7 @@
 // set without it, then the row goes with its event; a failed call puts it back `active`.
 // Lists show `active` rules and `removing` ones, which stay in force until the cluster
 // has dropped them; an `adding` rule shows once it is in force.
-import { UnavailableError, crashPoint, isUuid } from '@pier/kit';
+import { UnavailableError, crashPoint, isUuid, type Page, type PageRequest } from '@pier/kit';
 import type { AllowlistRule } from './database.ts';
 import { normaliseCidr } from './cidr.ts';
 import { mysqlHostOf } from './access.ts';
@@ -12,9 +12,9 @@ import { ruleNotFound } from './errors.ts';
 import { events } from './events.ts';
 import { activeCidrs, clusterView, convergeBack, findDatabase, findMutable, type DatabasesContext, type Scope } from './context.ts';
 
-export async function listRules(ctx: DatabasesContext, scope: Scope, id: string): Promise<AllowlistRule[]> {
+export async function listRules(ctx: DatabasesContext, scope: Scope, id: string, page: PageRequest): Promise<Page<AllowlistRule>> {
   const db = await findDatabase(ctx, scope, id);
-  return ctx.store.rules(db.id, ['active', 'removing']);
+  return ctx.store.rulePage(db.id, ['active', 'removing'], page);
 }
 
 export async function addRule(ctx: DatabasesContext, scope: Scope, id: string, cidrInput: string, description: string): Promise<AllowlistRule> {

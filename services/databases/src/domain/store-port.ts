@@ -71,6 +71,8 @@ export interface DatabasesStore {
 
   /** The database's rules in `states` (all states when absent), oldest first. */
   rules(databaseId: string, states?: RuleState[]): Promise<AllowlistRule[]>;
+  /** One page of the rules in `states`, oldest first. */
+  rulePage(databaseId: string, states: RuleState[], page: PageRequest): Promise<Page<AllowlistRule>>;
   rule(databaseId: string, ruleId: string): Promise<AllowlistRule | undefined>;
   /** Writes the rule `adding`; a ConflictError when the database already has that block. */
   insertRule(databaseId: string, cidr: string, description: string): Promise<AllowlistRule>;

@@ -114,11 +114,12 @@ export function databaseRoutes(ctx: DatabasesContext): Route[] {
       tag: TAG,
       access: 'Member',
       params: s.databaseParams,
+      query: pageQuery,
       responses: { 200: { description: 'rules', schema: s.ruleList }, ...errors },
-      handler: async ({ params }) => ({
-        status: 200,
-        body: { items: (await listRules(ctx, scope(params), params.databaseID)).map(ruleJson), next_cursor: null },
-      }),
+      handler: async ({ params, query }) => {
+        const page = await listRules(ctx, scope(params), params.databaseID, query);
+        return { status: 200, body: { items: page.items.map(ruleJson), next_cursor: page.nextCursor } };
+      },
     }),
     defineRoute({
       method: 'post',

@@ -146,7 +146,7 @@ export const connection = z.object({
 });
 
 export const rule = z.object({ id: z.string(), database_id: z.string(), cidr: z.string(), description: z.string(), created_at: z.string() });
-export const ruleList = z.object({ items: z.array(rule), next_cursor: z.null() });
+export const ruleList = z.object({ items: z.array(rule), next_cursor: z.string().nullable() });
 
 export const queryResult = z.object({
   command: z.string(),

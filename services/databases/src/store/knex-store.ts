@@ -182,6 +182,11 @@ export class KnexDatabasesStore implements DatabasesStore {
     return rows.map(ruleFromRow);
   }
 
+  async rulePage(databaseId: string, states: RuleState[], page: PageRequest): Promise<Page<AllowlistRule>> {
+    const q = this.db<RuleRow>('allowlist_rules').where({ database_id: databaseId }).whereIn('state', states);
+    return mapPage(await keysetPage<RuleRow>(q, page), ruleFromRow);
+  }
+
   async rule(databaseId: string, ruleId: string): Promise<AllowlistRule | undefined> {
     const row = (await this.db<RuleRow>('allowlist_rules').where({ database_id: databaseId, id: ruleId }).first()) as RuleRow | undefined;
     return row && ruleFromRow(row);
