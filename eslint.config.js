@@ -1,5 +1,5 @@
 // One lint for the whole repository, run by `pnpm lint` (and so by ./pier test and CI).
-// Beyond the recommended rules it holds the layering of design.md: http -> domain <-
+// Beyond the recommended rules it holds the layering of CONTRIBUTING.md: http -> domain <-
 // store, cluster (a domain defines the ports its adapters implement), no import cycles,
 // and test doubles (@pier/testing) out of production code.
 import js from '@eslint/js';
@@ -8,6 +8,10 @@ import { importX } from 'eslint-plugin-import-x';
 import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
 
 const adapters = ['store', 'cluster', 'http', 'sql', 'grpc', 'secrets', 'authn', 'clients', 'bootstrap'];
+// The root-level wiring of a service: what builds the context and serves it.
+const wiring = 'services/*/src/{server,app,main,*-wiring}.ts';
+// The zones below are globs from the repository's root, wherever eslint is started.
+const basePath = import.meta.dirname;
 
 export default tseslint.config(
   { ignores: ['**/node_modules/**', '.pier/**', 'deploy/crds/**', 'deploy/images/*/.prepared/**', '**/dist/**', 'packages/sdk/src/schema.ts'] },
@@ -32,6 +36,18 @@ export default tseslint.config(
     },
   },
   {
+    // The wiring (server.ts, app.ts, main.ts, *-wiring.ts) builds the context from the adapters
+    // and the domain; nothing below it imports it back. (The domain's block below
+    // repeats this zone: a later block's options replace an earlier one's.)
+    files: ['services/*/src/*/**/*.ts'],
+    rules: {
+      'import-x/no-restricted-paths': [
+        'error',
+        { basePath, zones: [{ target: 'services/*/src/*/**', from: wiring, message: 'adapters and domain never import the wiring' }] },
+      ],
+    },
+  },
+  {
     // The domain holds the rules and defines its ports; it reaches no adapter and no transport.
     files: ['services/*/src/domain/**/*.ts'],
     rules: {
@@ -45,7 +61,22 @@ export default tseslint.config(
               message: 'the domain defines a port for this; an adapter implements it',
             })),
           ],
-          patterns: [{ group: adapters.map((dir) => `../${dir}/*`), message: 'the domain depends on no adapter: define a port in domain/ instead' }],
+        },
+      ],
+      // Checked on the resolved path, so it holds at any depth (domain/<feature>/ folders) and
+      // tells compute's adapter folder src/edge/ from the feature folder domain/edge/.
+      'import-x/no-restricted-paths': [
+        'error',
+        {
+          basePath,
+          zones: [
+            {
+              target: 'services/*/src/domain/**',
+              from: `services/*/src/{${[...adapters, 'edge'].join(',')}}/**`,
+              message: 'the domain depends on no adapter: define a port in domain/ instead',
+            },
+            { target: 'services/*/src/domain/**', from: wiring, message: 'the domain is wired by server.ts; it never imports the wiring' },
+          ],
         },
       ],
     },

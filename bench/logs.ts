@@ -23,8 +23,8 @@ import { createDb, generateIdentityKeys, IDENTITY_HEADER, importIdentityKey, sig
 import { createTestDatabase, docker, removeVpcObjects } from '@pier/testing';
 import { readConfig, start } from '@pier/compute';
 import { KnexLogStore } from '../services/compute/src/store/log-store.ts';
-import { timestampOf } from '../services/compute/src/domain/log-time.ts';
-import type { StoredLine } from '../services/compute/src/domain/log-port.ts';
+import { timestampOf } from '../services/compute/src/domain/logs/log-time.ts';
+import type { StoredLine } from '../services/compute/src/domain/logs/log-port.ts';
 import { startInfra, type Infra } from './infra.ts';
 
 const PRINTER = 'i=0; while :; do echo "bench line $i: the quick brown fox jumps over the lazy dog"; i=$((i+1)); done';

@@ -1,16 +1,16 @@
 import { vpcUsageRoute, type Route, type UpgradeRoute } from '@pier/kit';
 import type { ComputeContext } from './domain/context.ts';
-import { countServices } from './domain/services.ts';
+import { countServices } from './domain/services/services.ts';
 import { serviceRoutes } from './http/service-routes.ts';
 import { rolloutRoutes } from './http/rollout-routes.ts';
 import { envRoutes } from './http/env-routes.ts';
 import { buildRoutes } from './http/build-routes.ts';
 import { logRoutes } from './http/log-routes.ts';
 import { execRoutes } from './http/exec-routes.ts';
-import { domainRoutes } from './http/domain-routes.ts';
+import { hostnameRoutes } from './http/hostname-routes.ts';
 import { uptimeRoutes } from './http/uptime-routes.ts';
 import { diskBackupRoutes } from './http/disk-backup-routes.ts';
-import type { ShellLimits } from './domain/exec.ts';
+import type { ShellLimits } from './domain/exec/exec.ts';
 
 /** Every route compute serves, built from its dependencies (tests and the skeleton serve them). */
 export function computeRoutes(ctx: ComputeContext): Route[] {
@@ -20,7 +20,7 @@ export function computeRoutes(ctx: ComputeContext): Route[] {
     ...envRoutes(ctx),
     ...buildRoutes(ctx),
     ...logRoutes(ctx),
-    ...domainRoutes(ctx),
+    ...hostnameRoutes(ctx),
     ...uptimeRoutes(ctx),
     ...diskBackupRoutes(ctx),
     vpcUsageRoute((vpcId) => countServices(ctx, vpcId)),

@@ -1,15 +1,15 @@
 // The build half of compute's wiring: the URL guard, the builder of the configured cluster,
 // where uploads wait, the store and the limits. server.ts puts it in the context and runs the
-// worker (domain/build-worker.ts) in the background.
+// worker (domain/builds/build-worker.ts) in the background.
 import path from 'node:path';
 import { UrlGuard, type Knex, type Logger } from '@pier/kit';
 import type { ComputeConfig } from './config.ts';
-import type { BuildsRuntime } from './domain/build-runtime.ts';
+import type { BuildDeps } from './domain/builds/build-deps.ts';
 import { createBuilder } from './cluster/factory.ts';
 import { KnexBuildStore } from './store/build-store.ts';
 import { FsSourceArchives } from './store/source-archives.ts';
 
-export function createBuilds(config: ComputeConfig, db: Knex, logger: Logger): BuildsRuntime {
+export function createBuilds(config: ComputeConfig, db: Knex, logger: Logger): BuildDeps {
   const guard = new UrlGuard({
     allowHttp: config.PIER_BUILD_ALLOW_HTTP,
     allowedHosts: config.PIER_BUILD_ALLOWED_HOSTS,

@@ -1,12 +1,12 @@
 // The disk-backup half of compute's wiring: the records, the cluster's side (the docker
 // adapter's store: a named volume or an S3 store; the kubernetes adapter's VolumeSnapshot
-// class) and the jobs. server.ts puts it in the context and runs the scheduler
-// (domain/disk-backup-scheduler.ts) in the background.
+// class) and the jobs. server.ts puts it in the context and runs the worker
+// (domain/disk-backups/disk-backup-worker.ts) in the background.
 import { s3StoreFrom, type Knex, type Logger } from '@pier/kit';
 import { kubeConfigFrom } from '@pier/kit/kubernetes';
 import type { ComputeConfig } from './config.ts';
-import { DiskJobs, type DiskBackupsRuntime } from './domain/disk-backup-runtime.ts';
-import type { DiskBackupPort } from './domain/disk-backup-port.ts';
+import { DiskJobs, type DiskBackupDeps } from './domain/disk-backups/disk-backup-deps.ts';
+import type { DiskBackupPort } from './domain/disk-backups/disk-backup-port.ts';
 import { DockerDiskBackups, type DiskBackupRepository } from './cluster/docker-disk-backups.ts';
 import { KubernetesDiskBackups } from './cluster/kubernetes-disk-backups.ts';
 import { KnexDiskBackupStore } from './store/disk-backup-store.ts';
@@ -33,6 +33,6 @@ function diskBackupPort(config: ComputeConfig): DiskBackupPort {
   return new DockerDiskBackups({ host: config.PIER_DOCKER_HOST, image: config.PIER_COMPUTE_BACKUP_IMAGE, repository: diskBackupRepository(config) });
 }
 
-export function createDiskBackups(config: ComputeConfig, db: Knex, logger: Logger): DiskBackupsRuntime {
+export function createDiskBackups(config: ComputeConfig, db: Knex, logger: Logger): DiskBackupDeps {
   return { store: new KnexDiskBackupStore(db), port: diskBackupPort(config), jobs: new DiskJobs(logger) };
 }

@@ -1,17 +1,17 @@
 // The edge half of compute's wiring: the edge of the configured cluster (or none, with
 // PIER_EDGE=off), the DNS resolver domain verification reads, the store and the settings.
-// server.ts puts it in the context and runs the worker (domain/edge-worker.ts).
+// server.ts puts it in the context and runs the worker (domain/edge/edge-worker.ts).
 import { readFileSync } from 'node:fs';
 import type { Knex, Logger } from '@pier/kit';
 import { kubeConfigFrom } from '@pier/kit/kubernetes';
 import type { ComputeConfig } from './config.ts';
-import type { EdgePort } from './domain/edge-port.ts';
-import type { EdgeRuntime } from './domain/edge-runtime.ts';
+import type { EdgePort } from './domain/edge/edge-port.ts';
+import type { EdgeDeps } from './domain/edge/edge-deps.ts';
 import { DockerEdge } from './cluster/docker-edge.ts';
 import { KubernetesEdge } from './cluster/kubernetes-edge.ts';
 import { AcmeIssuer } from './edge/acme-issuer.ts';
 import { ResolverDns } from './edge/dns-resolver.ts';
-import { KnexDomainStore } from './store/domain-store.ts';
+import { KnexHostnameStore } from './store/hostname-store.ts';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -53,10 +53,10 @@ function createEdgePort(config: ComputeConfig, logger: Logger): EdgePort | null 
   });
 }
 
-export function createEdge(config: ComputeConfig, db: Knex, logger: Logger): EdgeRuntime {
+export function createEdge(config: ComputeConfig, db: Knex, logger: Logger): EdgeDeps {
   return {
     port: createEdgePort(config, logger),
-    store: new KnexDomainStore(db),
+    store: new KnexHostnameStore(db),
     dns: new ResolverDns(config.PIER_DNS_RESOLVERS),
     settings: {
       appsDomain: config.PIER_APPS_DOMAIN,

@@ -1,27 +1,27 @@
 import { KeyedMutex, clusterCallMetric, grpcClientMetric, startService, timedPort, watchCounts, type RunningService } from '@pier/kit';
-import { SERVICE_STATUSES } from './domain/status.ts';
+import { SERVICE_STATUSES } from './domain/services/status.ts';
 import { servicesByStatus, unfinishedBuilds } from './store/status-counts.ts';
 import type { ComputeConfig } from './config.ts';
 import { migrations, SCHEMA } from './store/migrations.ts';
 import { KnexComputeStore } from './store/store.ts';
 import { createCluster, createLogSource, createShell } from './cluster/factory.ts';
 import { KnexLogStore } from './store/log-store.ts';
-import { LogFeed } from './domain/log-feed.ts';
-import { LogCollector } from './domain/log-collector.ts';
-import { LogRetention } from './domain/log-retention.ts';
+import { LogFeed } from './domain/logs/log-feed.ts';
+import { LogCollector } from './domain/logs/log-collector.ts';
+import { LogRetention } from './domain/logs/log-retention.ts';
 import { createSecretsPort } from './secrets/grpc-secrets.ts';
 import type { ComputeContext } from './domain/context.ts';
-import { Reconciler } from './domain/reconciler.ts';
-import { BuildWorker } from './domain/build-worker.ts';
+import { Reconciler } from './domain/services/reconciler.ts';
+import { BuildWorker } from './domain/builds/build-worker.ts';
 import { createBuilds } from './build-wiring.ts';
 import { computeRoutes, computeUpgrades } from './app.ts';
 import { createEdge } from './edge-wiring.ts';
-import { EdgeWorker } from './domain/edge-worker.ts';
-import { ClaimExpiry } from './domain/claim-expiry.ts';
+import { EdgeWorker } from './domain/edge/edge-worker.ts';
+import { ClaimExpiry } from './domain/hostnames/claim-expiry.ts';
 import { createUptime, publicUrlTarget } from './uptime-wiring.ts';
-import { UptimeChecker } from './domain/uptime-checker.ts';
+import { UptimeChecker } from './domain/uptime/uptime-checker.ts';
 import { createDiskBackups } from './disk-backup-wiring.ts';
-import { DiskBackupScheduler } from './domain/disk-backup-scheduler.ts';
+import { DiskBackupWorker } from './domain/disk-backups/disk-backup-worker.ts';
 
 export interface StartOptions {
   /** Where log lines go; standard output when absent. */
@@ -95,7 +95,7 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
       ctx.builds.runner = builds;
       const edgeWorker = new EdgeWorker(ctx, logger, config.PIER_EDGE_SYNC_INTERVAL_MS);
       ctx.edge.syncer = edgeWorker;
-      const diskBackups = new DiskBackupScheduler(ctx, logger, config.PIER_COMPUTE_BACKUP_INTERVAL_MS);
+      const diskBackups = new DiskBackupWorker(ctx, logger, config.PIER_COMPUTE_BACKUP_INTERVAL_MS);
       const claimExpiry = new ClaimExpiry(ctx, logger);
       return {
         routes: computeRoutes(ctx),

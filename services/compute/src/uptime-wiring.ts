@@ -1,11 +1,11 @@
 // The uptime half of compute's wiring: the store, the probe (reaching each service where
 // the target says its users' traffic enters) and the settings. server.ts puts it in the
-// context and runs the checker (domain/uptime-checker.ts) in the background.
+// context and runs the checker (domain/uptime/uptime-checker.ts) in the background.
 import type { Knex } from '@pier/kit';
 import type { ComputeConfig } from './config.ts';
-import type { UptimeRuntime } from './domain/uptime-runtime.ts';
-import type { EdgeRuntime } from './domain/edge-runtime.ts';
-import { serviceUrl } from './domain/hostnames.ts';
+import type { UptimeDeps } from './domain/uptime/uptime-deps.ts';
+import type { EdgeDeps } from './domain/edge/edge-deps.ts';
+import { serviceUrl } from './domain/hostnames/hostname-format.ts';
 import { HttpUptimeProbe, noPublicUrl, type ProbeTargetOf } from './cluster/http-uptime-probe.ts';
 import { KnexUptimeStore } from './store/uptime-store.ts';
 
@@ -16,7 +16,7 @@ import { KnexUptimeStore } from './store/uptime-store.ts';
  * certificate is checked against its CA (the edge's internal one unless the operator gave
  * a certificate). Without the edge no service has a public URL.
  */
-export function publicUrlTarget(edge: EdgeRuntime): ProbeTargetOf {
+export function publicUrlTarget(edge: EdgeDeps): ProbeTargetOf {
   const port = edge.port;
   if (!port) return noPublicUrl;
   return async (s) => {
@@ -27,7 +27,7 @@ export function publicUrlTarget(edge: EdgeRuntime): ProbeTargetOf {
   };
 }
 
-export function createUptime(config: ComputeConfig, db: Knex, targetOf: ProbeTargetOf): UptimeRuntime {
+export function createUptime(config: ComputeConfig, db: Knex, targetOf: ProbeTargetOf): UptimeDeps {
   return {
     store: new KnexUptimeStore(db),
     probe: new HttpUptimeProbe(targetOf),

@@ -13,9 +13,9 @@ import { FakeKubernetes } from '@pier/testing';
 import { KubernetesCluster } from '../src/cluster/kubernetes.ts';
 import { KubernetesDiskBackups } from '../src/cluster/kubernetes-disk-backups.ts';
 import { quantityBytes, restoredClaimManifest, snapshotName, volumeSnapshotManifest } from '../src/cluster/kubernetes-snapshot-manifests.ts';
-import { DiskBackupFailedError, type DiskRef } from '../src/domain/disk-backup-port.ts';
+import { DiskBackupFailedError, type DiskRef } from '../src/domain/disk-backups/disk-backup-port.ts';
 import type { WorkloadSpec } from '../src/domain/cluster-port.ts';
-import type { CreateServiceInput } from '../src/domain/service-config.ts';
+import type { CreateServiceInput } from '../src/domain/services/service-config.ts';
 import { startCompute, until, type Compute } from './support.ts';
 import { workloadSpec } from './workload-spec.ts';
 

@@ -2,11 +2,11 @@
 // merging, image references, schedules, and how live status is judged.
 import { describe, it, expect } from 'vitest';
 import { InputError, INSTANCE_TYPES } from '@pier/kit';
-import { configFromCreate, configFromPatch, createServiceBody, workloadChanged } from '../src/domain/service-config.ts';
-import { isBareTag, repositoryOf, resolveImage } from '../src/domain/image-reference.ts';
-import { liveStatus, PROGRESS_DEADLINE_MS, type DeploymentState, type Observation } from '../src/domain/status.ts';
+import { configFromCreate, configFromPatch, createServiceBody, workloadChanged } from '../src/domain/services/service-config.ts';
+import { isBareTag, repositoryOf, resolveImage } from '../src/domain/services/image-reference.ts';
+import { liveStatus, PROGRESS_DEADLINE_MS, type DeploymentState, type Observation } from '../src/domain/services/status.ts';
 import { judge, MIN_READY_MS, type ReplicaUnit } from '../src/cluster/replicas.ts';
-import { entriesFromPut, putEnvBody } from '../src/domain/env-vars.ts';
+import { entriesFromPut, putEnvBody } from '../src/domain/env/env-input.ts';
 
 const fieldOf = (fn: () => unknown) => {
   try {

@@ -22,7 +22,7 @@ import {
   buildNetworkPolicyManifest,
   buildWorkspace,
 } from '../src/cluster/kubernetes-build-manifests.ts';
-import { BuildFailedError, type BuildIo, type BuildRequest } from '../src/domain/builder-port.ts';
+import { BuildFailedError, type BuildIo, type BuildRequest } from '../src/domain/builds/builder-port.ts';
 import { startCompute, until, type Compute } from './support.ts';
 import { buildEnv, site, waitForBuild } from './build-support.ts';
 

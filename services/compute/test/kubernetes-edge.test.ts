@@ -12,7 +12,7 @@ import { kubeConfigFrom } from '@pier/kit/kubernetes';
 import { KubernetesCluster } from '../src/cluster/kubernetes.ts';
 import { KubernetesEdge, outcomeOf } from '../src/cluster/kubernetes-edge.ts';
 import { certificateManifest, certificateName, ingressManifest, tlsSecretName } from '../src/cluster/kubernetes-edge-manifests.ts';
-import type { EdgeRoute } from '../src/domain/edge-port.ts';
+import type { EdgeRoute } from '../src/domain/edge/edge-port.ts';
 
 const log = createLogger('test', 'warn');
 let fake: FakeKubernetes;

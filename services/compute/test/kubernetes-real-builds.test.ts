@@ -19,7 +19,7 @@ import { kubeConfigFrom } from '@pier/kit/kubernetes';
 import { realKubernetes, type RealKubernetes } from '@pier/testing';
 import { KubernetesBuilder } from '../src/cluster/kubernetes-builds.ts';
 import { SOURCE_DELIVERED, buildJobManifest, buildJobName, buildNamespaceManifest } from '../src/cluster/kubernetes-build-manifests.ts';
-import { BuildFailedError } from '../src/domain/builder-port.ts';
+import { BuildFailedError } from '../src/domain/builds/builder-port.ts';
 import { TINY_HTTP } from './support.ts';
 
 const NS = `pier-builds-real-${randomUUID().slice(0, 8)}`;

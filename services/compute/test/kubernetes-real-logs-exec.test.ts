@@ -11,8 +11,8 @@ import { adminQuery, realKubernetes, type RealKubernetes } from '@pier/testing';
 import { KubernetesCluster } from '../src/cluster/kubernetes.ts';
 import { KubernetesLogSource } from '../src/cluster/kubernetes-logs.ts';
 import { KubernetesShell } from '../src/cluster/kubernetes-exec.ts';
-import type { LogLine } from '../src/domain/log-port.ts';
-import type { ShellProcess } from '../src/domain/shell-port.ts';
+import type { LogLine } from '../src/domain/logs/log-port.ts';
+import type { ShellProcess } from '../src/domain/exec/shell-port.ts';
 import { startCompute, until, TINY_HTTP } from './support.ts';
 import { workloadSpec } from './workload-spec.ts';
 

@@ -18,7 +18,7 @@ import { certificateManifest, certificateName, ingressManifest } from '../src/cl
 import { restoredClaimManifest, volumeSnapshotManifest } from '../src/cluster/kubernetes-snapshot-manifests.ts';
 import { buildJobManifest, buildNamespaceManifest, buildNetworkPolicyManifest } from '../src/cluster/kubernetes-build-manifests.ts';
 import type { Manifest } from '../src/cluster/kubernetes-manifests.ts';
-import type { EdgeRoute } from '../src/domain/edge-port.ts';
+import type { EdgeRoute } from '../src/domain/edge/edge-port.ts';
 import { TINY_HTTP } from './support.ts';
 import { workloadSpec } from './workload-spec.ts';
 

@@ -12,8 +12,8 @@ import type * as secrets from '@pier/secrets';
 import { KubernetesCluster, kubernetesError } from '../src/cluster/kubernetes.ts';
 import { desiredObjects, egressPolicyManifest, namespaceManifest, networkPolicyManifest } from '../src/cluster/kubernetes-manifests.ts';
 import { WorkloadRejectedError, type WorkloadSpec } from '../src/domain/cluster-port.ts';
-import type { CreateServiceInput } from '../src/domain/service-config.ts';
-import type { EnvEntry } from '../src/domain/env-vars.ts';
+import type { CreateServiceInput } from '../src/domain/services/service-config.ts';
+import type { EnvEntry } from '../src/domain/env/env-input.ts';
 import { startCompute, startSecretsFor, until, TINY_HTTP, EXITS, type Compute, type TestDatabase } from './support.ts';
 import { target, workloadSpec } from './workload-spec.ts';
 

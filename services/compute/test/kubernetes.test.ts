@@ -8,7 +8,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import pg from 'pg';
 import { createLogger, generateIdentityKeys, IDENTITY_HEADER, secretObjectName, vpcNamespace, UnavailableError } from '@pier/kit';
-import { createTestDatabase, FakeKubernetes, infra } from '@pier/testing';
+import { createTestDatabase, FakeKubernetes, infra, restrictedViolations } from '@pier/testing';
 import type * as secrets from '@pier/secrets';
 import { KubernetesCluster } from '../src/cluster/kubernetes.ts';
 import { operationOf } from '../src/cluster/call-metrics.ts';
@@ -21,10 +21,9 @@ import {
   networkPolicyManifest,
 } from '../src/cluster/kubernetes-manifests.ts';
 import { WorkloadRejectedError } from '../src/domain/cluster-port.ts';
-import { restrictedViolations } from './pod-security.ts';
 import type { WorkloadSpec } from '../src/domain/cluster-port.ts';
-import type { CreateServiceInput } from '../src/domain/service-config.ts';
-import type { EnvEntry } from '../src/domain/env-vars.ts';
+import type { CreateServiceInput } from '../src/domain/services/service-config.ts';
+import type { EnvEntry } from '../src/domain/env/env-input.ts';
 import { startCompute, startSecretsFor, until, type Compute, type TestDatabase } from './support.ts';
 import { target, workloadSpec } from './workload-spec.ts';
 

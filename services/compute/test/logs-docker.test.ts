@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, IDENTITY_HEADER } from '@pier/kit';
 import { readEventStream } from '@pier/testing';
 import { KnexLogStore } from '../src/store/log-store.ts';
-import { timestampOf } from '../src/domain/log-time.ts';
+import { timestampOf } from '../src/domain/logs/log-time.ts';
 import { cleanDocker, startCompute, until, vpcContainers, type Compute } from './support.ts';
 
 const IMAGE = 'pier/debian-base:bookworm';

@@ -9,8 +9,8 @@ import { FakeKubernetes, readEventStream } from '@pier/testing';
 import { KubernetesCluster } from '../src/cluster/kubernetes.ts';
 import { KubernetesLogSource } from '../src/cluster/kubernetes-logs.ts';
 import { kubeConfigFrom } from '@pier/kit/kubernetes';
-import { configFromCreate } from '../src/domain/service-config.ts';
-import type { LogLine } from '../src/domain/log-port.ts';
+import { configFromCreate } from '../src/domain/services/service-config.ts';
+import type { LogLine } from '../src/domain/logs/log-port.ts';
 import type { WorkloadSpec } from '../src/domain/cluster-port.ts';
 import { startCompute, until, type Compute } from './support.ts';
 

@@ -1,12 +1,12 @@
 // The pure parts of logs: timestamps, query times, Docker's frames and split lines, the
 // Kubernetes text stream, and the follower queue that drops when a client falls behind.
 import { describe, expect, it } from 'vitest';
-import { normalizeTimestamp, microsOf, timestampOf } from '../src/domain/log-time.ts';
-import { parseInstant } from '../src/domain/log-query.ts';
-import { LogFeed, MAX_QUEUED_LINES } from '../src/domain/log-feed.ts';
+import { normalizeTimestamp, microsOf, timestampOf } from '../src/domain/logs/log-time.ts';
+import { parseInstant } from '../src/domain/logs/log-query.ts';
+import { LogFeed, MAX_QUEUED_LINES } from '../src/domain/logs/log-feed.ts';
 import { DockerDemuxer, EntrySplitter, LineAssembler, MAX_LINE_BYTES } from '../src/cluster/log-lines.ts';
 import { dockerSince } from '../src/cluster/docker-logs.ts';
-import type { LogLine } from '../src/domain/log-port.ts';
+import type { LogLine } from '../src/domain/logs/log-port.ts';
 
 const labels = { replica: '0', deploymentId: null };
 

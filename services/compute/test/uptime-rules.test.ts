@@ -3,9 +3,9 @@
 // is down or up again, and the percentages.
 import { describe, expect, it } from 'vitest';
 import { InputError } from '@pier/kit';
-import { monitorSettings, type EnableUptimeInput } from '../src/domain/uptime-input.ts';
-import { advance, judge, percentage, DOWN_AFTER_FAILURES } from '../src/domain/uptime-state.ts';
-import type { UptimeMonitor } from '../src/domain/uptime-store-port.ts';
+import { monitorSettings, type EnableUptimeInput } from '../src/domain/uptime/uptime-input.ts';
+import { advance, judge, percentage, DOWN_AFTER_FAILURES } from '../src/domain/uptime/uptime-state.ts';
+import type { UptimeMonitor } from '../src/domain/uptime/uptime-store-port.ts';
 
 const fieldOf = (input: EnableUptimeInput, min = 30) => {
   try {

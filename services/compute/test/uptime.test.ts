@@ -5,8 +5,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { createDb, createLogger, type Knex } from '@pier/kit';
-import { UptimeChecker } from '../src/domain/uptime-checker.ts';
-import { DOWN_AFTER_FAILURES } from '../src/domain/uptime-state.ts';
+import { UptimeChecker } from '../src/domain/uptime/uptime-checker.ts';
+import { DOWN_AFTER_FAILURES } from '../src/domain/uptime/uptime-state.ts';
 import { HttpUptimeProbe } from '../src/cluster/http-uptime-probe.ts';
 import { KnexUptimeStore } from '../src/store/uptime-store.ts';
 import { cleanDocker, docker, startCompute, until, vpcContainers, TINY_HTTP, type Compute } from './support.ts';
@@ -248,12 +248,12 @@ describe('uptime monitoring on docker', () => {
     beforeAll(async () => {
       knex = createDb(c.db.urls.compute, 'compute', 4);
       const log = createLogger('uptime-test', 'warn');
-      const runtime = {
+      const deps = {
         store: new KnexUptimeStore(knex),
         probe: new HttpUptimeProbe(replicaTarget()),
         settings: { minIntervalSeconds: 1, concurrency: 16, retentionDays: 8 },
       };
-      for (let i = 0; i < 2; i++) checkers.push(new UptimeChecker({ uptime: runtime, eventsWritten: () => undefined, now: () => new Date() }, log, 60_000));
+      for (let i = 0; i < 2; i++) checkers.push(new UptimeChecker({ uptime: deps, eventsWritten: () => undefined, now: () => new Date() }, log, 60_000));
       // An hourly monitor whose next check is a day away: compute's own checker leaves it alone.
       expect((await c.post(uptimePath(web.id), { path: '/healthz', interval_seconds: 3600, timeout_seconds: 1 })).status).toBe(200);
       await sql(`update compute.uptime_monitors set next_check_at = now() + interval '1 day' where service_id = $1`, [web.id]);

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { resourcesOf } from '@pier/kit';
 import type { ObserveTarget, WorkloadSpec } from '../src/domain/cluster-port.ts';
-import type { EnvEntry } from '../src/domain/env-vars.ts';
-import { configFromCreate, type CreateServiceInput } from '../src/domain/service-config.ts';
+import type { EnvEntry } from '../src/domain/env/env-input.ts';
+import { configFromCreate, type CreateServiceInput } from '../src/domain/services/service-config.ts';
 
 /** What a first rollout of a new service made from `input` asks a cluster adapter for (the adapters' own tests). */
 export function workloadSpec(

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import dockerignore from '@balena/dockerignore';
 import tar from 'tar-stream';
-import { BuildFailedError } from '../domain/builder-port.ts';
+import { BuildFailedError } from '../domain/builds/builder-port.ts';
 
 // CommonJS (`module.exports = factory`), typed as a default export.
 const ignore = dockerignore as unknown as typeof dockerignore.default;

@@ -1,7 +1,7 @@
 // The edge's whole Caddy configuration, as one JSON document built from the routing table.
 // Compute loads it in one request (Caddy swaps configurations gracefully: connections in
 // flight finish on the old one), so every change is a full, declarative replace.
-import type { EdgeRoute } from '../domain/edge-port.ts';
+import type { EdgeRoute } from '../domain/edge/edge-port.ts';
 import { edgeUpstream } from './docker-labels.ts';
 
 /** Where certificates live in the edge container (a volume, with Caddy's own state). */

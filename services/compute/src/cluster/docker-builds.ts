@@ -16,7 +16,7 @@ import path from 'node:path';
 import Docker from 'dockerode';
 import { UnavailableError, crashPoint, type Logger, type UrlGuard } from '@pier/kit';
 import { WorkloadRejectedError } from '../domain/cluster-port.ts';
-import { BuildFailedError, type BuilderPort, type BuildIo, type BuildRequest, type BuildTarget } from '../domain/builder-port.ts';
+import { BuildFailedError, type BuilderPort, type BuildIo, type BuildRequest, type BuildTarget } from '../domain/builds/builder-port.ts';
 import { DockerEngine, dockerOptions } from './docker-engine.ts';
 import { packContext } from './build-context.ts';
 import { fetchRepository } from './git-source.ts';

@@ -2,7 +2,7 @@ import Docker from 'dockerode';
 import { PassThrough } from 'node:stream';
 import { crashPoint, s3ToolEnv, type S3Store } from '@pier/kit';
 import { WorkloadRejectedError, type WorkloadSpec } from '../domain/cluster-port.ts';
-import { DiskBackupFailedError, type DiskBackupPort, type DiskRef } from '../domain/disk-backup-port.ts';
+import { DiskBackupFailedError, type DiskBackupPort, type DiskRef } from '../domain/disk-backups/disk-backup-port.ts';
 import { DockerEngine, dockerOptions } from './docker-engine.ts';
 import { KIND_SERVICE, LABEL, volumeName } from './docker-labels.ts';
 

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import type Docker from 'dockerode';
 import tar from 'tar-stream';
 import { vpcNetwork, type Logger } from '@pier/kit';
-import type { EdgeEntry, EdgePort, EdgeRoute, TlsOutcome } from '../domain/edge-port.ts';
+import type { EdgeEntry, EdgePort, EdgeRoute, TlsOutcome } from '../domain/edge/edge-port.ts';
 import type { AcmeIssuer } from '../edge/acme-issuer.ts';
 import { DockerEngine } from './docker-engine.ts';
 import { LABEL } from './docker-labels.ts';

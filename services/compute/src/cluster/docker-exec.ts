@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import { PassThrough, type Duplex } from 'node:stream';
-import type { ShellOptions, ShellPort, ShellProcess, ShellReplica } from '../domain/shell-port.ts';
+import type { ShellOptions, ShellPort, ShellProcess, ShellReplica } from '../domain/exec/shell-port.ts';
 import type { WorkloadRef } from '../domain/cluster-port.ts';
 import type { DockerEngine } from './docker-engine.ts';
 import { KIND_SERVICE, LABEL } from './docker-labels.ts';

@@ -4,7 +4,7 @@
 import Docker from 'dockerode';
 import type { Logger } from '@pier/kit';
 import type { WorkloadRef } from '../domain/cluster-port.ts';
-import type { LogLine, LogReplica, LogSource, LogStream, RecentOptions } from '../domain/log-port.ts';
+import type { LogLine, LogReplica, LogSource, LogStream, RecentOptions } from '../domain/logs/log-port.ts';
 import { DockerEngine, dockerOptions } from './docker-engine.ts';
 import { KIND_SERVICE, LABEL } from './docker-labels.ts';
 import { DockerDemuxer, LineAssembler, LineBatches } from './log-lines.ts';

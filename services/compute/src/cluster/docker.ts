@@ -1,8 +1,8 @@
 import type Docker from 'dockerode';
 import { crashPoint, dockerLimits, vpcNetwork, type Logger } from '@pier/kit';
 import { ensureVpcNetwork } from '@pier/kit/docker';
-import { isReference, referencesOf } from '../domain/env-vars.ts';
-import { referenceKey, type SecretsPort } from '../domain/secrets-port.ts';
+import { isReference, referencesOf } from '../domain/env/env-input.ts';
+import { referenceKey, type SecretsPort } from '../domain/env/secrets-port.ts';
 import {
   WorkloadRejectedError,
   type ClusterPort,
@@ -21,7 +21,7 @@ import type { ClusterCallObserver } from './call-metrics.ts';
 import { CronScheduler } from './docker-cron.ts';
 import { EgressFirewall } from './docker-egress-firewall.ts';
 import { KIND_SERVICE, LABEL, containerName, edgeAlias, volumeName, type DockerRole } from './docker-labels.ts';
-import type { Observation } from '../domain/status.ts';
+import type { Observation } from '../domain/services/status.ts';
 
 /**
  * A crash-looping replica is restarted this many times, then left exited: both the

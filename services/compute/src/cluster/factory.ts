@@ -1,11 +1,11 @@
 import type { Logger, UrlGuard } from '@pier/kit';
 import path from 'node:path';
 import type { ComputeConfig } from '../config.ts';
-import type { SecretsPort } from '../domain/secrets-port.ts';
+import type { SecretsPort } from '../domain/env/secrets-port.ts';
 import type { ClusterPort } from '../domain/cluster-port.ts';
-import type { ShellPort } from '../domain/shell-port.ts';
-import type { LogSource } from '../domain/log-port.ts';
-import type { BuilderPort } from '../domain/builder-port.ts';
+import type { ShellPort } from '../domain/exec/shell-port.ts';
+import type { LogSource } from '../domain/logs/log-port.ts';
+import type { BuilderPort } from '../domain/builds/builder-port.ts';
 import { DockerCluster } from './docker.ts';
 import { DockerBuilder } from './docker-builds.ts';
 import { KubernetesBuilder } from './kubernetes-builds.ts';

@@ -10,8 +10,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { UrlRefusedError, type CheckedUrl, type UrlGuard } from '@pier/kit';
-import { BuildFailedError } from '../domain/builder-port.ts';
-import { isCommitId } from '../domain/build-input.ts';
+import { BuildFailedError } from '../domain/builds/builder-port.ts';
+import { isCommitId } from '../domain/builds/build-input.ts';
 
 export interface GitFetchIo {
   signal: AbortSignal;

@@ -1,7 +1,7 @@
 // The uptime probe port on real HTTP: the service's public origin plus the monitor's path,
 // requested through wherever the wiring says its users' traffic enters (the edge).
 import type { Service } from '../domain/records.ts';
-import type { ProbeOutcome, UptimeProbePort } from '../domain/uptime-probe-port.ts';
+import type { ProbeOutcome, UptimeProbePort } from '../domain/uptime/uptime-probe-port.ts';
 import { probe } from './http-probe.ts';
 
 /** How a service is reached as its users reach it. */

@@ -21,7 +21,7 @@
 // An init container rather than two side by side waiting on a marker: a build container that
 // dies (out of memory, killed) fails the pod at once instead of leaving a push container
 // waiting until the deadline, and the two never run at the same time.
-import type { BuildTarget } from '../domain/builder-port.ts';
+import type { BuildTarget } from '../domain/builds/builder-port.ts';
 import { K8S_LABEL, MANAGED_BY, NON_PUBLIC_RANGES, type Manifest } from './kubernetes-manifests.ts';
 
 export const BUILD_CONTAINER = 'build';

@@ -30,7 +30,7 @@ import {
 import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
 import type { Logger, UrlGuard } from '@pier/kit';
 import { kubernetesApiConfiguration } from '@pier/kit/kubernetes';
-import { BuildFailedError, type BuilderPort, type BuildIo, type BuildRequest, type BuildTarget } from '../domain/builder-port.ts';
+import { BuildFailedError, type BuilderPort, type BuildIo, type BuildRequest, type BuildTarget } from '../domain/builds/builder-port.ts';
 import { packContext } from './build-context.ts';
 import { fetchRepository } from './git-source.ts';
 import { FIELD_MANAGER, deleteObject, kubernetesCall, kubernetesError } from './kubernetes.ts';

@@ -4,7 +4,7 @@ import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
 import { UnavailableError, vpcNamespace } from '@pier/kit';
 import { kubernetesApiConfiguration } from '@pier/kit/kubernetes';
 import type { WorkloadSpec } from '../domain/cluster-port.ts';
-import { DiskBackupFailedError, type DiskBackupPort, type DiskRef } from '../domain/disk-backup-port.ts';
+import { DiskBackupFailedError, type DiskBackupPort, type DiskRef } from '../domain/disk-backups/disk-backup-port.ts';
 import { FIELD_MANAGER, deleteObject, kubernetesCall, kubernetesError, modelTypeOf } from './kubernetes.ts';
 import { diskClaimName, type Manifest } from './kubernetes-manifests.ts';
 import {

@@ -3,7 +3,7 @@
 // adapter sends them, the tests validate them against the schemas and the CRDs.
 import { createHash } from 'node:crypto';
 import { vpcNamespace } from '@pier/kit';
-import type { EdgeRoute } from '../domain/edge-port.ts';
+import type { EdgeRoute } from '../domain/edge/edge-port.ts';
 import { K8S_LABEL, serviceLabels, type Manifest } from './kubernetes-manifests.ts';
 
 export interface IngressSettings {

@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { type KubeConfig, KubernetesObjectApi, PatchStrategy, type KubernetesObject } from '@kubernetes/client-node';
 import { vpcNamespace, type Logger } from '@pier/kit';
 import { kubernetesApiConfiguration } from '@pier/kit/kubernetes';
-import type { EdgeEntry, EdgePort, EdgeRoute, TlsOutcome } from '../domain/edge-port.ts';
+import type { EdgeEntry, EdgePort, EdgeRoute, TlsOutcome } from '../domain/edge/edge-port.ts';
 import { certificateManifest, certificateName, ingressManifest, tlsSecretName, type IngressSettings } from './kubernetes-edge-manifests.ts';
 import { FIELD_MANAGER, kubernetesCall } from './kubernetes.ts';
 import type { Manifest } from './kubernetes-manifests.ts';

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { CoreV1Api, Exec, type KubeConfig, type V1Status } from '@kubernetes/client-node';
 import { UnavailableError, vpcNamespace } from '@pier/kit';
 import { kubernetesApiConfiguration } from '@pier/kit/kubernetes';
-import type { ShellOptions, ShellPort, ShellProcess, ShellReplica } from '../domain/shell-port.ts';
+import type { ShellOptions, ShellPort, ShellProcess, ShellReplica } from '../domain/exec/shell-port.ts';
 import type { WorkloadRef } from '../domain/cluster-port.ts';
 import { K8S_LABEL, MANAGED_BY } from './kubernetes-manifests.ts';
 import { kubernetesCall } from './kubernetes.ts';

@@ -7,8 +7,8 @@ import { CoreV1Api, Log, type KubeConfig, type V1Pod } from '@kubernetes/client-
 import { vpcNamespace } from '@pier/kit';
 import { kubernetesApiConfiguration } from '@pier/kit/kubernetes';
 import type { WorkloadRef } from '../domain/cluster-port.ts';
-import type { LogLine, LogReplica, LogSource, RecentOptions } from '../domain/log-port.ts';
-import { timestampOf } from '../domain/log-time.ts';
+import type { LogLine, LogReplica, LogSource, RecentOptions } from '../domain/logs/log-port.ts';
+import { timestampOf } from '../domain/logs/log-time.ts';
 import { kubernetesCall, kubernetesError } from './kubernetes.ts';
 import { K8S_LABEL, POD_SELECTOR } from './kubernetes-manifests.ts';
 import { EntrySplitter, LineAssembler, LineBatches } from './log-lines.ts';

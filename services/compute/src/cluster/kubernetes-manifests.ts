@@ -1,7 +1,7 @@
 // The Kubernetes objects one service becomes. Pure functions: the adapter sends them, the
 // tests validate them against the Kubernetes schemas.
 import { secretObjectName, vpcNamespace } from '@pier/kit';
-import { isReference } from '../domain/env-vars.ts';
+import { isReference } from '../domain/env/env-input.ts';
 import type { VpcScope, WorkloadRef, WorkloadSpec } from '../domain/cluster-port.ts';
 
 export const K8S_LABEL = {

@@ -4,7 +4,7 @@
 // CRD and the Kubernetes schemas.
 import { vpcNamespace } from '@pier/kit';
 import type { WorkloadSpec } from '../domain/cluster-port.ts';
-import type { DiskRef } from '../domain/disk-backup-port.ts';
+import type { DiskRef } from '../domain/disk-backups/disk-backup-port.ts';
 import { K8S_LABEL, cronJobManifest, deploymentManifest, diskClaimName, serviceLabels, type Manifest } from './kubernetes-manifests.ts';
 
 export const SNAPSHOT_API_VERSION = 'snapshot.storage.k8s.io/v1';

@@ -26,7 +26,7 @@ import {
   podSecurityProblem,
   type Manifest,
 } from './kubernetes-manifests.ts';
-import type { Observation } from '../domain/status.ts';
+import type { Observation } from '../domain/services/status.ts';
 
 /** Field manager of compute's server-side applies. */
 export const FIELD_MANAGER = 'pier-compute';

@@ -2,8 +2,8 @@
 // become lines (Docker splits a line over 16 KiB into entries stamped alike, all but the
 // last without the newline), and lines pushed by a stream become batches pulled by the
 // collector, the stream pausing while too many wait.
-import type { LogLine, LogStream } from '../domain/log-port.ts';
-import { normalizeTimestamp } from '../domain/log-time.ts';
+import type { LogLine, LogStream } from '../domain/logs/log-port.ts';
+import { normalizeTimestamp } from '../domain/logs/log-time.ts';
 
 /** A line longer than this is cut into lines of this size (a process printing without newlines cannot exhaust memory). */
 export const MAX_LINE_BYTES = 256 * 1024;

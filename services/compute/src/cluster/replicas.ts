@@ -1,6 +1,6 @@
 // Both adapters read a service's state from its smallest running units — Docker
 // containers, Kubernetes pods — and judge them by the same rules, here.
-import type { Observation } from '../domain/status.ts';
+import type { Observation } from '../domain/services/status.ts';
 import type { ObserveTarget, VpcScope, Workload } from '../domain/cluster-port.ts';
 
 /**

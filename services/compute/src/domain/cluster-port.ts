@@ -3,12 +3,12 @@
 // are idempotent, so a retry after a crash or a timeout is always safe. Two adapters:
 // cluster/docker.ts (one machine) and cluster/kubernetes.ts. The domain defines it; the
 // adapters implement it.
-import type { EnvEntry } from './env-vars.ts';
-import type { ServiceConfig } from './service-config.ts';
+import type { EnvEntry } from './env/env-input.ts';
+import type { ServiceConfig } from './services/service-config.ts';
 import type { InstanceResources } from '@pier/kit';
-import type { Observation } from './status.ts';
+import type { Observation } from './services/status.ts';
 
-export type { Observation, Phase } from './status.ts';
+export type { Observation, Phase } from './services/status.ts';
 
 export interface VpcScope {
   workspaceId: string;

@@ -1,17 +1,17 @@
 import { ConflictError, NotFoundError, isUuid, resourcesOf } from '@pier/kit';
 import type { ClusterPort, ObserveTarget, WorkloadRef, WorkloadSpec } from './cluster-port.ts';
-import type { SecretsPort } from './secrets-port.ts';
-import type { BuildsRuntime } from './build-runtime.ts';
-import type { ShellPort } from './shell-port.ts';
-import type { ComputeLogs } from './log-context.ts';
-import type { EdgeRuntime } from './edge-runtime.ts';
-import type { UptimeRuntime } from './uptime-runtime.ts';
-import type { DiskBackupsRuntime } from './disk-backup-runtime.ts';
+import type { SecretsPort } from './env/secrets-port.ts';
+import type { BuildDeps } from './builds/build-deps.ts';
+import type { ShellPort } from './exec/shell-port.ts';
+import type { LogDeps } from './logs/log-deps.ts';
+import type { EdgeDeps } from './edge/edge-deps.ts';
+import type { UptimeDeps } from './uptime/uptime-deps.ts';
+import type { DiskBackupDeps } from './disk-backups/disk-backup-deps.ts';
 import type { ComputeStore } from './store-port.ts';
 import type { Deployment, Scope, Service } from './records.ts';
-import type { EnvEntry } from './env-vars.ts';
+import type { EnvEntry } from './env/env-input.ts';
 import type { KeyedMutex, Logger } from '@pier/kit';
-import type { DeploymentState } from './status.ts';
+import type { DeploymentState } from './services/status.ts';
 
 /** What every use case works with. Built once in server.ts; no globals. */
 export interface ComputeContext {
@@ -21,15 +21,15 @@ export interface ComputeContext {
   /** Shells in running replicas (exec). */
   shell: ShellPort;
   /** Service logs: where they are read, kept and fed to followers. */
-  logs: ComputeLogs;
+  logs: LogDeps;
   /** Builds from git or an uploaded archive: their store, builder, limits and worker. */
-  builds: BuildsRuntime;
+  builds: BuildDeps;
   /** The edge: public URLs, custom domains and their certificates. */
-  edge: EdgeRuntime;
+  edge: EdgeDeps;
   /** Uptime monitoring: its store, the probe that reaches services as users do, its settings. */
-  uptime: UptimeRuntime;
+  uptime: UptimeDeps;
   /** Disk backups: their records, the cluster's side, and the backups and restores running here. */
-  disks: DiskBackupsRuntime;
+  disks: DiskBackupDeps;
   log: Logger;
   locks: KeyedMutex;
   /** Called after a commit that wrote events, so the relay publishes them now rather than at its next pass. */

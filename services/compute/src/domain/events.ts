@@ -3,10 +3,10 @@
 // and statuses — never an environment value.
 import type { PierEvent } from '@pier/kit';
 import type { Deployment, Service } from './records.ts';
-import type { ServiceStatus } from './status.ts';
-import type { Build } from './build-store-port.ts';
-import type { DiskBackup, DiskBackupSchedule, DiskRestore } from './disk-backup-store-port.ts';
-import type { Domain } from './domain-store-port.ts';
+import type { ServiceStatus } from './services/status.ts';
+import type { Build } from './builds/build-store-port.ts';
+import type { DiskBackup, DiskBackupSchedule, DiskRestore } from './disk-backups/disk-backup-store-port.ts';
+import type { Hostname } from './hostnames/hostname-store-port.ts';
 
 /** What an event needs of its service: a removed domain claim has only this of it. */
 type EventSubject = Pick<Service, 'id' | 'workspace_id' | 'vpc_id' | 'name'>;
@@ -64,7 +64,7 @@ export const events = {
    * unverified claim went: `expired` (never verified in time) or `lost` (another service's
    * claim on the hostname passed DNS verification).
    */
-  domain: (s: EventSubject, what: 'added' | 'verified' | 'active' | 'failed' | 'removed' | 'expired' | 'lost', d: Domain) =>
+  domain: (s: EventSubject, what: 'added' | 'verified' | 'active' | 'failed' | 'removed' | 'expired' | 'lost', d: Hostname) =>
     event(s, `service.domain.${what}`, { domain_id: d.id, hostname: d.hostname, status: d.status, tls_status: d.tls_status, error: d.error }),
   /** A disk backup started, completed or failed. */
   diskBackup: (s: Service, b: DiskBackup) =>

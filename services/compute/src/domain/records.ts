@@ -1,7 +1,7 @@
 // The records compute keeps, in the spec's own vocabulary (snake_case, as in the API).
-import type { ServiceConfig } from './service-config.ts';
-import type { DeploymentReason, DeploymentStatus, ServiceStatus } from './status.ts';
-import type { EnvEntry } from './env-vars.ts';
+import type { ServiceConfig } from './services/service-config.ts';
+import type { DeploymentReason, DeploymentStatus, ServiceStatus } from './services/status.ts';
+import type { EnvEntry } from './env/env-input.ts';
 
 export interface Service extends ServiceConfig {
   id: string;

@@ -2,9 +2,9 @@
 // implements it with knex. A transaction is the same interface bound to one connection.
 import type { Page, PageRequest, PierEvent } from '@pier/kit';
 import type { Deployment, EnvVar, Service } from './records.ts';
-import type { ServiceConfig } from './service-config.ts';
-import type { ServiceStatus } from './status.ts';
-import type { EnvEntry } from './env-vars.ts';
+import type { ServiceConfig } from './services/service-config.ts';
+import type { ServiceStatus } from './services/status.ts';
+import type { EnvEntry } from './env/env-input.ts';
 
 export interface NewService extends ServiceConfig {
   workspace_id: string;

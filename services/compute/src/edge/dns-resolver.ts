@@ -1,7 +1,7 @@
 // DnsLookup over Node's resolver (c-ares), pointed at the configured servers: answers come
 // from DNS itself, not from the host's files or a cache of ours.
 import { promises as dns } from 'node:dns';
-import { DnsUnavailableError, type DnsLookup } from '../domain/dns-port.ts';
+import { DnsUnavailableError, type DnsLookup } from '../domain/hostnames/dns-port.ts';
 
 /** Answers that mean "no such record" rather than "could not ask". */
 const ABSENT = new Set(['ENODATA', 'ENOTFOUND']);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineRoute, pageQuery, queryFlag, type Route, type ServerSentEvent } from '@pier/kit';
-import { buildLog, cancelBuild, createGitBuild, createUploadBuild, followBuild, getBuild, listBuilds } from '../domain/builds.ts';
+import { buildLog, cancelBuild, createGitBuild, createUploadBuild, followBuild, getBuild, listBuilds } from '../domain/builds/builds.ts';
 import type { ComputeContext } from '../domain/context.ts';
 import { BASE, scope, serviceParams } from './service-routes.ts';
 import { listOf } from './shapes.ts';

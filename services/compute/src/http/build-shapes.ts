@@ -1,6 +1,6 @@
 // The JSON of a build, and the schemas that document it in OpenAPI.
 import { z } from 'zod';
-import { BUILD_SOURCES, BUILD_STATUSES, type Build } from '../domain/build-store-port.ts';
+import { BUILD_SOURCES, BUILD_STATUSES, type Build } from '../domain/builds/build-store-port.ts';
 
 const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
 

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { defineRoute, pageQuery, type Route } from '@pier/kit';
 import type { ComputeContext } from '../domain/context.ts';
-import { listBackups, takeBackup } from '../domain/disk-backups.ts';
-import { restoreBackup } from '../domain/disk-restore.ts';
-import { deleteSchedule, putSchedule, RETENTION_COUNT } from '../domain/disk-backup-schedule.ts';
+import { listBackups, takeBackup } from '../domain/disk-backups/disk-backups.ts';
+import { restoreBackup } from '../domain/disk-backups/disk-restore.ts';
+import { deleteSchedule, putSchedule, RETENTION_COUNT } from '../domain/disk-backups/backup-schedule.ts';
 import { BASE, scope, serviceParams } from './service-routes.ts';
 import { serviceJson } from './shapes.ts';
 import {

@@ -1,7 +1,7 @@
 // The JSON of disk backups, their restores and schedule, and the schemas that document it in OpenAPI.
 import { z } from 'zod';
-import { DISK_BACKUP_METHODS, DISK_BACKUP_STATUSES, DISK_RESTORE_STATUSES } from '../domain/disk-backup-store-port.ts';
-import type { DiskBackup, DiskBackupSchedule, DiskRestore } from '../domain/disk-backup-store-port.ts';
+import { DISK_BACKUP_METHODS, DISK_BACKUP_STATUSES, DISK_RESTORE_STATUSES } from '../domain/disk-backups/disk-backup-store-port.ts';
+import type { DiskBackup, DiskBackupSchedule, DiskRestore } from '../domain/disk-backups/disk-backup-store-port.ts';
 import { serviceSchema } from './shapes.ts';
 
 const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineRoute, type Route } from '@pier/kit';
-import { putEnvBody } from '../domain/env-vars.ts';
-import { deleteEnvVar, getEnv, putEnv } from '../domain/env.ts';
+import { putEnvBody } from '../domain/env/env-input.ts';
+import { deleteEnvVar, getEnv, putEnv } from '../domain/env/env.ts';
 import type { ComputeContext } from '../domain/context.ts';
 import { BASE, scope, serviceParams } from './service-routes.ts';
 import { deploymentJson, envSchema, envVarJson } from './shapes.ts';

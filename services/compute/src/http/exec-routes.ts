@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineUpgrade, queryFlag, queryList, type UpgradeRoute } from '@pier/kit';
 import type { RawData, WebSocket } from 'ws';
-import { prepareShell, ShellSession, type PreparedShell, type ShellLimits } from '../domain/exec.ts';
+import { prepareShell, ShellSession, type PreparedShell, type ShellLimits } from '../domain/exec/exec.ts';
 import type { ComputeContext } from '../domain/context.ts';
 import { BASE, scope, serviceParams } from './service-routes.ts';
 

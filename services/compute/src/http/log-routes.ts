@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { defineRoute, queryFlag, type Route, type ServerSentEvent } from '@pier/kit';
 import type { ComputeContext } from '../domain/context.ts';
-import { followLogs, logHistory, recentLogs, type FollowEvent } from '../domain/logs.ts';
-import { DEFAULT_LOG_LIMIT, MAX_LOG_LIMIT, MAX_SEARCH_LENGTH, REPLICA_PATTERN } from '../domain/log-query.ts';
+import { followLogs, logHistory, recentLogs, type FollowEvent } from '../domain/logs/logs.ts';
+import { DEFAULT_LOG_LIMIT, MAX_LOG_LIMIT, MAX_SEARCH_LENGTH, REPLICA_PATTERN } from '../domain/logs/log-query.ts';
 import { BASE, scope, serviceParams } from './service-routes.ts';
 import { listOf, logLineJson, logLineSchema } from './shapes.ts';
 

@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { defineRoute, pageQuery, type Route } from '@pier/kit';
-import { deploy, listDeployments, restart, rollback } from '../domain/deployments.ts';
+import { deploy, listDeployments, restart, rollback } from '../domain/services/deployments.ts';
 import type { ComputeContext } from '../domain/context.ts';
 import { BASE, scope, serviceParams } from './service-routes.ts';
 import { deploymentJson, deploymentSchema, listOf, rolloutSchema, serviceJson } from './shapes.ts';
-import type { RolloutResult } from '../domain/rollouts.ts';
+import type { RolloutResult } from '../domain/services/rollouts.ts';
 
 const accepted = (ctx: ComputeContext, r: RolloutResult) => ({
   status: 202,

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { NotFoundError, defineRoute, pageQuery, type Route } from '@pier/kit';
-import { createServiceBody, patchServiceBody } from '../domain/service-config.ts';
-import { createService, deleteService, getService, listServices, updateService } from '../domain/services.ts';
+import { createServiceBody, patchServiceBody } from '../domain/services/service-config.ts';
+import { createService, deleteService, getService, listServices, updateService } from '../domain/services/services.ts';
 import type { ComputeContext } from '../domain/context.ts';
 import { listOf, serviceJson, serviceSchema } from './shapes.ts';
 

@@ -1,13 +1,13 @@
 // The JSON compute answers with, and the zod schemas that document it in OpenAPI.
 import { z } from 'zod';
-import type { EdgeRuntime } from '../domain/edge-runtime.ts';
-import { serviceUrl } from '../domain/hostnames.ts';
-import { DEPLOYMENT_MODES, SERVICE_TYPES } from '../domain/service-config.ts';
+import type { EdgeDeps } from '../domain/edge/edge-deps.ts';
+import { serviceUrl } from '../domain/hostnames/hostname-format.ts';
+import { DEPLOYMENT_MODES, SERVICE_TYPES } from '../domain/services/service-config.ts';
 import { INSTANCE_TYPE_NAMES, resourcesOf } from '@pier/kit';
-import { DEPLOYMENT_REASONS, DEPLOYMENT_STATUSES, SERVICE_STATUSES } from '../domain/status.ts';
+import { DEPLOYMENT_REASONS, DEPLOYMENT_STATUSES, SERVICE_STATUSES } from '../domain/services/status.ts';
 import type { Deployment, EnvVar, Service } from '../domain/records.ts';
-import type { LogLine } from '../domain/log-port.ts';
-import { microsOf } from '../domain/log-time.ts';
+import type { LogLine } from '../domain/logs/log-port.ts';
+import { microsOf } from '../domain/logs/log-time.ts';
 
 const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
 
@@ -67,7 +67,7 @@ export const rolloutSchema = z.object({ service: serviceSchema, deployment: depl
 export const envSchema = z.object({ variables: z.array(envVarSchema), deployment: deploymentSchema.nullable().optional() });
 
 /** `edge` gives the public URL: none when the edge is turned off. */
-export function serviceJson(s: Service, edge: Pick<EdgeRuntime, 'port' | 'settings'>): z.infer<typeof serviceSchema> {
+export function serviceJson(s: Service, edge: Pick<EdgeDeps, 'port' | 'settings'>): z.infer<typeof serviceSchema> {
   const r = resourcesOf(s.instance_type);
   return {
     id: s.id,

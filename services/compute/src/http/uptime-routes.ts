@@ -1,7 +1,7 @@
 import { defineRoute, type Route } from '@pier/kit';
 import type { ComputeContext } from '../domain/context.ts';
-import { disableUptime, enableUptime, getUptime } from '../domain/uptime.ts';
-import { enableUptimeBody } from '../domain/uptime-input.ts';
+import { disableUptime, enableUptime, getUptime } from '../domain/uptime/uptime.ts';
+import { enableUptimeBody } from '../domain/uptime/uptime-input.ts';
 import { BASE, scope, serviceParams } from './service-routes.ts';
 import { uptimeJson, uptimeSchema } from './uptime-shapes.ts';
 

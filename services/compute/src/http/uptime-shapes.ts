@@ -1,7 +1,7 @@
 // The JSON of an uptime monitor, and the zod schema that documents it in OpenAPI.
 import { z } from 'zod';
-import type { UptimeView } from '../domain/uptime.ts';
-import { UPTIME_STATUSES } from '../domain/uptime-store-port.ts';
+import type { UptimeView } from '../domain/uptime/uptime.ts';
+import { UPTIME_STATUSES } from '../domain/uptime/uptime-store-port.ts';
 
 const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
 

@@ -1,7 +1,14 @@
 import { PierError, type GrpcCallObserver } from '@pier/kit';
 import { SecretsClient } from '@pier/secrets';
 import type { ComputeConfig } from '../config.ts';
-import { MissingSecretError, referenceKey, type SecretReference, type SecretScope, type SecretsPort, type ReferenceProblem } from '../domain/secrets-port.ts';
+import {
+  MissingSecretError,
+  referenceKey,
+  type SecretReference,
+  type SecretScope,
+  type SecretsPort,
+  type ReferenceProblem,
+} from '../domain/env/secrets-port.ts';
 import { UnconfiguredSecrets } from './unconfigured.ts';
 
 /** The secrets service's gRPC (CheckReferences / ResolveReferences) as compute's SecretsPort. */

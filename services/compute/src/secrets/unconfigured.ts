@@ -1,5 +1,5 @@
 import { UnavailableError } from '@pier/kit';
-import type { SecretsPort } from '../domain/secrets-port.ts';
+import type { SecretsPort } from '../domain/env/secrets-port.ts';
 
 /**
  * Used when PIER_SECRETS_GRPC_URL is not set: literal variables work, and anything that

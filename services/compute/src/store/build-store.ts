@@ -1,5 +1,5 @@
 import { keysetPage, mapPage, writeEvent, type Knex, type Page, type PageRequest, type PierEvent } from '@pier/kit';
-import type { Build, BuildLogChunk, BuildPatch, BuildStatus, BuildStore, NewBuild } from '../domain/build-store-port.ts';
+import type { Build, BuildLogChunk, BuildPatch, BuildStatus, BuildStore, NewBuild } from '../domain/builds/build-store-port.ts';
 import type { Deployment } from '../domain/records.ts';
 
 type Db = Knex | Knex.Transaction;

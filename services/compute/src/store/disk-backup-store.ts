@@ -1,5 +1,5 @@
 import { ConflictError, keysetPage, mapPage, translatePgError, writeEvent, type Knex, type Page, type PageRequest, type PierEvent } from '@pier/kit';
-import type { DiskBackup, DiskBackupMethod, DiskBackupSchedule, DiskBackupStore, DiskRestore } from '../domain/disk-backup-store-port.ts';
+import type { DiskBackup, DiskBackupMethod, DiskBackupSchedule, DiskBackupStore, DiskRestore } from '../domain/disk-backups/disk-backup-store-port.ts';
 import type { ComputeStore } from '../domain/store-port.ts';
 import { KnexComputeStore } from './store.ts';
 

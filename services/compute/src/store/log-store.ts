@@ -4,8 +4,8 @@
 // dropping whole days. A larger installation puts another LogStore (Loki, say) behind the
 // same port.
 import { InputError, type Knex, type Page } from '@pier/kit';
-import type { HistoryQuery, LogLine, LogStore, ReplicaCursor, StoredLine } from '../domain/log-port.ts';
-import { microsOf, timestampOf } from '../domain/log-time.ts';
+import type { HistoryQuery, LogLine, LogStore, ReplicaCursor, StoredLine } from '../domain/logs/log-port.ts';
+import { microsOf, timestampOf } from '../domain/logs/log-time.ts';
 
 const DAY_TABLE = /^log_lines_(\d{4})(\d\d)(\d\d)$/;
 const CURSOR = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z)\|(\d{1,18})$/;

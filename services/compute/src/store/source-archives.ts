@@ -14,7 +14,7 @@ import { createGunzip } from 'node:zlib';
 import { Readable } from 'node:stream';
 import tar from 'tar-stream';
 import { InputError, PayloadTooLargeError, PierError } from '@pier/kit';
-import type { SourceArchives } from '../domain/builder-port.ts';
+import type { SourceArchives } from '../domain/builds/builder-port.ts';
 
 export interface SourceArchiveLimits {
   /** Bytes the files of one archive may add up to once unpacked. */

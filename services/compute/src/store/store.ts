@@ -1,7 +1,7 @@
 import { insertForKey, keysetPage, mapPage, translatePgError, writeEvent, type Knex, type Page, type PageRequest, type PierEvent } from '@pier/kit';
 import type { Deployment, EnvVar, Service } from '../domain/records.ts';
-import type { DeploymentStatus, ServiceStatus } from '../domain/status.ts';
-import type { EnvEntry } from '../domain/env-vars.ts';
+import type { DeploymentStatus, ServiceStatus } from '../domain/services/status.ts';
+import type { EnvEntry } from '../domain/env/env-input.ts';
 import type { ComputeStore, NewDeployment, NewService } from '../domain/store-port.ts';
 
 type Db = Knex | Knex.Transaction;

@@ -1,6 +1,6 @@
 import { writeEvent, type Knex, type PierEvent } from '@pier/kit';
 import type { Service } from '../domain/records.ts';
-import type { CheckCounts, DueCheck, MonitorSettings, MonitorState, UptimeIncident, UptimeMonitor, UptimeStore } from '../domain/uptime-store-port.ts';
+import type { CheckCounts, DueCheck, MonitorSettings, MonitorState, UptimeIncident, UptimeMonitor, UptimeStore } from '../domain/uptime/uptime-store-port.ts';
 
 type Db = Knex | Knex.Transaction;
 

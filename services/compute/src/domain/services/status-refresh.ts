@@ -1,0 +1,52 @@
+// Every read asks the cluster: one batched observation per VPC, then what changed is
+// stored (with its event) and the cluster's truth returned.
+import type { Deployment, Scope, Service } from '../records.ts';
+import { liveStatus, type LiveStatus } from './status.ts';
+import { events } from '../events.ts';
+import { deploymentState, targetOf, type ComputeContext } from '../context.ts';
+
+export interface Refreshed {
+  services: Service[];
+  /** Cluster API requests the read made. */
+  clusterCalls: number;
+}
+
+/** Resyncs `services` (all of one VPC) with the cluster and returns them as they now stand. */
+export async function refreshStatuses(ctx: ComputeContext, scope: Scope, services: Service[]): Promise<Refreshed> {
+  // A restore stops the replicas on purpose: its status is the restore's to set (disk-backups/disk-restore.ts).
+  const live = services.filter((s) => !s.deleted_at && s.status !== 'deleting' && s.status !== 'restoring');
+  if (live.length === 0) return { services, clusterCalls: 0 };
+  const deployments = await ctx.store.deploymentsByIds(live.map((s) => s.current_deployment_id).filter((id): id is string => id !== null));
+  const { observations, calls } = await ctx.cluster.observeMany(
+    scope,
+    live.map((s) => targetOf(s, s.current_deployment_id ? deployments.get(s.current_deployment_id) : undefined)),
+  );
+
+  const now = ctx.now();
+  const changes: { service: Service; deployment: Deployment | undefined; next: LiveStatus }[] = [];
+  for (const s of live) {
+    const obs = observations.get(s.id);
+    if (!obs) continue;
+    const d = s.current_deployment_id ? deployments.get(s.current_deployment_id) : undefined;
+    const next = liveStatus(s.status, deploymentState(d), obs, now);
+    if (next.status !== s.status || next.message !== s.status_message || next.deployment) changes.push({ service: s, deployment: d, next });
+  }
+  if (changes.length === 0) return { services, clusterCalls: calls };
+
+  const updated = new Map<string, Service>();
+  await ctx.store.transaction(async (tx) => {
+    for (const { service: s, deployment: d, next } of changes) {
+      if (next.deployment && d && (await tx.settleDeployment(d.id, next.deployment.status, next.deployment.message))) {
+        await tx.writeEvent(events.deploymentFinished(s, d.id, next.deployment.status, next.deployment.message));
+      }
+      // Only the writer that still sees the old status moves it, so concurrent reads emit one event.
+      if (await tx.compareAndSetStatus(s.id, s.status, next.status, next.message)) {
+        const after = { ...s, status: next.status, status_message: next.message };
+        updated.set(s.id, after);
+        if (next.status !== s.status) await tx.writeEvent(events.statusChanged(after, s.status, next.status, next.message));
+      }
+    }
+  });
+  ctx.eventsWritten();
+  return { services: services.map((s) => updated.get(s.id) ?? s), clusterCalls: calls };
+}
