@@ -313,4 +313,22 @@ describe('the API on the kubernetes adapter', () => {
       await h2.stop();
     }
   });
+
+  it('answers an API server refusal as 503 cluster_error with its reason, never a 500, and writes nothing', async () => {
+    // Another field manager owns the objects: every apply is refused (422), as a webhook or a quota would.
+    const refusing = await new FakeKubernetes({ fieldManager: 'someone-else' }).start();
+    const kc = new KubeConfig();
+    kc.loadFromString(refusing.kubeconfig());
+    const h2 = await startDatabases({}, { cluster: (installation) => new KubernetesCluster(kc, { installation, domains: DOMAINS, timeoutMs: 2000 }) });
+    try {
+      const res = await h2.request('POST', h2.base, { name: 'refused' });
+      expect(res.status).toBe(503);
+      expect(res.body.code).toBe('cluster_error');
+      expect(res.body.error).toMatch(/kubernetes refused .*422/);
+      expect((await h2.request('GET', h2.base)).body.items).toEqual([]);
+    } finally {
+      await h2.stop();
+      await refusing.stop();
+    }
+  });
 });

@@ -68,6 +68,17 @@ const backupsUnavailable = () =>
 
 const password = () => randomBytes(24).toString('hex');
 
+/** The API server's own message in a refusal (its Status body), else the client's. */
+function refusalReason(err: ApiException<unknown>): string {
+  try {
+    const body = (typeof err.body === 'string' ? JSON.parse(err.body) : err.body) as { message?: unknown } | undefined;
+    if (body && typeof body.message === 'string') return body.message;
+  } catch {
+    // not JSON: the client's message below
+  }
+  return err.message;
+}
+
 function statusOf(err: unknown): number | undefined {
   return err instanceof ApiException ? err.code : (err as { code?: number })?.code;
 }
@@ -107,7 +118,10 @@ export class KubernetesCluster implements DatabaseCluster {
         if ((err.code >= 500 && !isRefusedApply(err)) || err.code === 401 || err.code === 403) {
           throw new UnavailableError(`kubernetes API answered ${err.code}`, 'cluster_unavailable');
         }
-        throw err;
+        // Any other answer is the cluster refusing what we sent (a webhook, a quota, an
+        // object owned by someone else): nothing was done, and the client is told why, as
+        // compute answers a cluster that cannot prepare a VPC; never a bare 500.
+        throw new UnavailableError(`kubernetes refused the change (${err.code}): ${refusalReason(err)}`, 'cluster_error');
       }
       throw new UnavailableError(`kubernetes API unreachable: ${(err as Error)?.message ?? err}`, 'cluster_unavailable');
     }
