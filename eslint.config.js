@@ -14,7 +14,17 @@ const wiring = 'services/*/src/{server,app,main,*-wiring}.ts';
 const basePath = import.meta.dirname;
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/**', '.pier/**', 'deploy/crds/**', 'deploy/images/*/.prepared/**', '**/dist/**', 'packages/sdk/src/schema.ts'] },
+  {
+    ignores: [
+      '**/node_modules/**',
+      '.pier/**',
+      'deploy/crds/**',
+      'deploy/images/*/.prepared/**',
+      '**/dist/**',
+      'packages/sdk/src/schema.ts',
+      'packages/kit/src/proto/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,18 +1,9 @@
 import { clientConstructor, fromGrpcError, grpc, PierError, ServiceTokenSigner, type GrpcCallObserver } from '@pier/kit';
+import type { AuthClient as GeneratedAuthClient } from '@pier/kit/proto/auth/v1/Auth.ts';
+import type { AuthenticateResponse__Output } from '@pier/kit/proto/auth/v1/AuthenticateResponse.ts';
 
-export interface Authenticated {
-  user_id: string;
-  email: string;
-  role: string;
-  identity_token: string;
-  expires_in: number;
-  /** Until when (Unix ms) the answer may be reused, under `epoch` (answer-cache.ts); 0: never. */
-  cache_until_ms: number;
-  epoch: number;
-  api_key_id: string;
-  session_id: string;
-  installation: string;
-}
+/** Auth's answer (proto/auth.proto's AuthenticateResponse, generated in kit); `cache_until_ms`: until when (Unix ms) the answer may be reused, under `epoch` (answer-cache.ts); 0: never. */
+export type Authenticated = AuthenticateResponse__Output;
 
 /** The full method path, as pier_grpc_client_duration_seconds names it. */
 const AUTHENTICATE = '/auth.v1.Auth/Authenticate';
@@ -37,10 +28,7 @@ export interface AuthClientOptions {
  * channel is kept open (keepalive pings, no idle teardown) so no request pays a connect.
  */
 export class AuthClient {
-  private readonly client: grpc.Client & {
-    Authenticate(req: unknown, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: Authenticated) => void): void;
-    RecordUses(req: unknown, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null) => void): void;
-  };
+  private readonly client: GeneratedAuthClient;
 
   private readonly timeoutMs: number;
 
@@ -87,7 +75,7 @@ export class AuthClient {
       const start = this.observe ? performance.now() : 0;
       this.client.Authenticate({ token, workspace_id: workspaceId, vpc_id: vpcId }, metadata, { deadline: Date.now() + this.timeoutMs }, (err, res) => {
         this.observe?.(AUTHENTICATE, err ? (grpc.status[err.code] ?? 'UNKNOWN') : 'OK', (performance.now() - start) / 1000);
-        if (!err) return resolve(res);
+        if (!err) return resolve(res!);
         const known = fromGrpcError(err);
         // A transport failure's text names sockets and addresses; say what it means instead.
         if (known.kind === 'unavailable' && known.code === 'upstream_unavailable') {

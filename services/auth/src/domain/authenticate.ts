@@ -1,29 +1,16 @@
 import { AuthenticationError, isUuid, type Identity, type Role } from '@pier/kit';
+import type { AuthenticateRequest__Output } from '@pier/kit/proto/auth/v1/AuthenticateRequest.ts';
+import type { AuthenticateResponse__Output } from '@pier/kit/proto/auth/v1/AuthenticateResponse.ts';
 import type { AuthContext } from './context.ts';
 import type { CredentialTable } from './authn-port.ts';
 import type { Resolved, Scope } from './records.ts';
 import { vpcNotFound, workspaceNotFound } from './ids.ts';
 import { API_KEY_PATTERN, SESSION_TOKEN_PATTERN, sha256Hex, tokenKind } from './tokens.ts';
 
-export interface AuthenticateRequest {
-  token: string;
-  workspace_id: string;
-  vpc_id: string;
-}
-
-export interface AuthenticateResponse {
-  user_id: string;
-  email: string;
-  role: string;
-  identity_token: string;
-  expires_in: number;
-  /** Until when (Unix ms) a gateway may reuse this answer, under `epoch`; 0: not at all. */
-  cache_until_ms: number;
-  epoch: number;
-  api_key_id: string;
-  session_id: string;
-  installation: string;
-}
+/** The gateway's question and auth's answer, as proto/auth.proto defines them (types generated in kit). */
+export type AuthenticateRequest = AuthenticateRequest__Output;
+/** `cache_until_ms`: until when (Unix ms) a gateway may reuse this answer, under `epoch`; 0: not at all. */
+export type AuthenticateResponse = AuthenticateResponse__Output;
 
 /** The 401 message the spec fixes for API keys; the gateway passes it through as is. */
 export const INVALID_API_KEY = 'invalid or expired API key';

@@ -2,6 +2,9 @@ import { isUuid, PierError, pgErrorOf, serviceDefinition, unary, type grpc, type
 import { authenticate, type AuthenticateRequest, type AuthenticateResponse } from '../domain/authenticate.ts';
 import type { AuthContext } from '../domain/context.ts';
 import { findVpc } from '../domain/vpcs.ts';
+import type { FindVpcRequest__Output } from '@pier/kit/proto/auth/v1/FindVpcRequest.ts';
+import type { FindVpcResponse } from '@pier/kit/proto/auth/v1/FindVpcResponse.ts';
+import type { RecordUsesRequest__Output } from '@pier/kit/proto/auth/v1/RecordUsesRequest.ts';
 
 /**
  * The `auth.v1.Auth` gRPC service (proto/auth.proto). Authenticate and RecordUses are the
@@ -32,12 +35,12 @@ export function authGrpcService(ctx: AuthContext, gateway: ServiceCallerCheck) {
         return guarded<AuthenticateRequest, AuthenticateResponse>('Authenticate', (r) => authenticate(ctx, r))(req);
       }),
       FindVpc: unary(
-        guarded<{ identity_token: string; vpc_id: string }, { found: boolean }>('FindVpc', async (req) => ({
+        guarded<FindVpcRequest__Output, FindVpcResponse>('FindVpc', async (req) => ({
           found: await findVpc(ctx, req.identity_token, req.vpc_id),
         })),
       ),
       // Uses a gateway answered from its cache; ids that are not UUIDs are not ours and are dropped.
-      RecordUses: unary(async (req: { api_key_ids?: string[]; session_ids?: string[] }, metadata: grpc.Metadata) => {
+      RecordUses: unary(async (req: RecordUsesRequest__Output, metadata: grpc.Metadata) => {
         await gateway.admit(metadata);
         for (const id of req.api_key_ids ?? []) if (isUuid(id)) ctx.uses.touch('api_keys', id);
         for (const id of req.session_ids ?? []) if (isUuid(id)) ctx.uses.touch('cli_sessions', id);

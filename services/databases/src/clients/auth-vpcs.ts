@@ -1,4 +1,6 @@
 import { call, clientConstructor, grpc, observingClient, UnavailableError, type GrpcCallObserver } from '@pier/kit';
+import type { FindVpcRequest } from '@pier/kit/proto/auth/v1/FindVpcRequest.ts';
+import type { FindVpcResponse__Output } from '@pier/kit/proto/auth/v1/FindVpcResponse.ts';
 import type { VpcDirectory } from '../domain/vpc-directory.ts';
 
 /** Auth's `FindVpc` (proto/auth.proto) as the databases service's VpcDirectory. */
@@ -15,7 +17,7 @@ export class GrpcVpcDirectory implements VpcDirectory {
   }
 
   async isWorkspaceVpc(identityToken: string, vpcId: string): Promise<boolean> {
-    const res = await call<{ identity_token: string; vpc_id: string }, { found: boolean }>(
+    const res = await call<FindVpcRequest, FindVpcResponse__Output>(
       this.client,
       'FindVpc',
       { identity_token: identityToken, vpc_id: vpcId },

@@ -9,6 +9,10 @@ import {
   signIdentity,
   type GrpcCallObserver,
 } from '@pier/kit';
+import type { CheckReferencesRequest } from '@pier/kit/proto/secrets/v1/CheckReferencesRequest.ts';
+import type { CheckReferencesResponse__Output } from '@pier/kit/proto/secrets/v1/CheckReferencesResponse.ts';
+import type { ResolveReferencesRequest } from '@pier/kit/proto/secrets/v1/ResolveReferencesRequest.ts';
+import type { ResolveReferencesResponse__Output } from '@pier/kit/proto/secrets/v1/ResolveReferencesResponse.ts';
 import { PROTO_FILE, PROTO_PACKAGE, SERVICE_NAME } from './secrets-grpc.ts';
 
 export interface SecretRef {
@@ -54,18 +58,18 @@ export class SecretsClient {
   }
 
   async checkReferences(workspaceId: string, vpcId: string, refs: SecretRef[]): Promise<MissingSecretRef[]> {
-    const res = await call<unknown, { missing: { secret_id: string; key: string; reason: MissingSecretRef['reason'] }[] }>(
+    const res = await call<CheckReferencesRequest, CheckReferencesResponse__Output>(
       this.client,
       'CheckReferences',
       request(workspaceId, vpcId, refs),
       await this.metadata(),
       this.opts.timeoutMs,
     );
-    return res.missing.map((m) => ({ secretId: m.secret_id, key: m.key, reason: m.reason }));
+    return res.missing.map((m) => ({ secretId: m.secret_id, key: m.key, reason: m.reason as MissingSecretRef['reason'] }));
   }
 
   async resolveReferences(workspaceId: string, vpcId: string, refs: SecretRef[]): Promise<ResolvedSecretRef[]> {
-    const res = await call<unknown, { values: { secret_id: string; key: string; value: string }[] }>(
+    const res = await call<ResolveReferencesRequest, ResolveReferencesResponse__Output>(
       this.client,
       'ResolveReferences',
       request(workspaceId, vpcId, refs),
@@ -93,6 +97,6 @@ export class SecretsClient {
   }
 }
 
-function request(workspaceId: string, vpcId: string, refs: SecretRef[]) {
+function request(workspaceId: string, vpcId: string, refs: SecretRef[]): CheckReferencesRequest & ResolveReferencesRequest {
   return { workspace_id: workspaceId, vpc_id: vpcId, refs: refs.map((r) => ({ secret_id: r.secretId, key: r.key })) };
 }

@@ -1,4 +1,8 @@
 import { InputError, serviceDefinition, unary, type grpc } from '@pier/kit';
+import type { CheckReferencesRequest__Output } from '@pier/kit/proto/secrets/v1/CheckReferencesRequest.ts';
+import type { CheckReferencesResponse } from '@pier/kit/proto/secrets/v1/CheckReferencesResponse.ts';
+import type { ResolveReferencesRequest__Output } from '@pier/kit/proto/secrets/v1/ResolveReferencesRequest.ts';
+import type { ResolveReferencesResponse } from '@pier/kit/proto/secrets/v1/ResolveReferencesResponse.ts';
 import type { SecretsContext } from '../domain/context.ts';
 import type { Scope, SecretReference } from '../domain/records.ts';
 import { checkReferences, resolveReferences } from '../domain/references.ts';
@@ -11,11 +15,8 @@ export const SERVICE_NAME = 'Secrets';
 /** More references than any container could carry in its environment. */
 const MAX_REFS = 1000;
 
-export interface ReferencesRequest {
-  workspace_id: string;
-  vpc_id: string;
-  refs: { secret_id: string; key: string }[];
-}
+/** CheckReferences and ResolveReferences ask the same (proto/secrets.proto; types generated in kit). */
+export type ReferencesRequest = CheckReferencesRequest__Output | ResolveReferencesRequest__Output;
 
 function parseRequest(req: ReferencesRequest): { scope: Scope; refs: SecretReference[] } {
   if (!req.workspace_id) throw new InputError('workspace_id is required', 'invalid_request', { field: 'workspace_id' });
@@ -39,13 +40,15 @@ export function secretsGrpcService(ctx: SecretsContext, caller: CallerCheck) {
         await caller.admit(metadata);
         const { scope, refs } = parseRequest(req);
         const missing = await checkReferences(ctx, scope, refs);
-        return { missing: missing.map((m) => ({ secret_id: m.secretId, key: m.key, reason: m.reason })) };
+        const res: CheckReferencesResponse = { missing: missing.map((m) => ({ secret_id: m.secretId, key: m.key, reason: m.reason })) };
+        return res;
       }),
       ResolveReferences: unary(async (req: ReferencesRequest, metadata: grpc.Metadata) => {
         await caller.admit(metadata);
         const { scope, refs } = parseRequest(req);
         const values = await resolveReferences(ctx, scope, refs);
-        return { values: values.map((v) => ({ secret_id: v.secretId, key: v.key, value: v.value })) };
+        const res: ResolveReferencesResponse = { values: values.map((v) => ({ secret_id: v.secretId, key: v.key, value: v.value })) };
+        return res;
       }),
     },
   };

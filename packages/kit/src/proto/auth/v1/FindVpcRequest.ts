@@ -1,0 +1,12 @@
+// Original file: /work/main/proto/auth.proto
+
+
+export interface FindVpcRequest {
+  'identity_token'?: (string);
+  'vpc_id'?: (string);
+}
+
+export interface FindVpcRequest__Output {
+  'identity_token': (string);
+  'vpc_id': (string);
+}

@@ -1,0 +1,10 @@
+// Original file: /work/main/proto/auth.proto
+
+
+export interface FindVpcResponse {
+  'found'?: (boolean);
+}
+
+export interface FindVpcResponse__Output {
+  'found': (boolean);
+}

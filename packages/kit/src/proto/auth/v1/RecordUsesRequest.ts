@@ -1,0 +1,12 @@
+// Original file: /work/main/proto/auth.proto
+
+
+export interface RecordUsesRequest {
+  'api_key_ids'?: (string)[];
+  'session_ids'?: (string)[];
+}
+
+export interface RecordUsesRequest__Output {
+  'api_key_ids': (string)[];
+  'session_ids': (string)[];
+}

@@ -1,0 +1,12 @@
+// Original file: /work/main/proto/secrets.proto
+
+
+export interface SecretReference {
+  'secret_id'?: (string);
+  'key'?: (string);
+}
+
+export interface SecretReference__Output {
+  'secret_id': (string);
+  'key': (string);
+}
