@@ -47,12 +47,20 @@ export function generatedProtoTypes(): Record<string, string> {
     const files: Record<string, string> = {};
     for (const rel of (readdirSync(out, { recursive: true }) as string[]).sort()) {
       if (!rel.endsWith('.ts')) continue;
-      files[rel] = withTsExtensions(readFileSync(path.join(out, rel), 'utf8'));
+      files[rel] = withTsExtensions(withRelativeSource(readFileSync(path.join(out, rel), 'utf8')));
     }
     return files;
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
+}
+
+/**
+ * The generator heads each file with the .proto's absolute path: name it from the repository
+ * root instead, so the output is the same in every checkout (CI clones into another folder).
+ */
+function withRelativeSource(source: string): string {
+  return source.replace(/^\/\/ Original file: (.*)$/m, (_, file: string) => `// Original file: ${path.relative(path.resolve(KIT_ROOT, '../..'), file)}`);
 }
 
 /** The generator writes extensionless relative imports; NodeNext resolution wants `.ts` here. */

@@ -1,4 +1,4 @@
-// Original file: /work/main/proto/auth.proto
+// Original file: proto/auth.proto
 
 
 export interface RecordUsesRequest {

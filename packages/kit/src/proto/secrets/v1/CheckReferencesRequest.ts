@@ -1,4 +1,4 @@
-// Original file: /work/main/proto/secrets.proto
+// Original file: proto/secrets.proto
 
 import type { SecretReference as _secrets_v1_SecretReference, SecretReference__Output as _secrets_v1_SecretReference__Output } from '../../secrets/v1/SecretReference.ts';
 

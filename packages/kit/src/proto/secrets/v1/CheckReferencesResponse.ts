@@ -1,4 +1,4 @@
-// Original file: /work/main/proto/secrets.proto
+// Original file: proto/secrets.proto
 
 import type { MissingReference as _secrets_v1_MissingReference, MissingReference__Output as _secrets_v1_MissingReference__Output } from '../../secrets/v1/MissingReference.ts';
 

@@ -1,4 +1,4 @@
-// Original file: /work/main/proto/secrets.proto
+// Original file: proto/secrets.proto
 
 import type { ResolvedValue as _secrets_v1_ResolvedValue, ResolvedValue__Output as _secrets_v1_ResolvedValue__Output } from '../../secrets/v1/ResolvedValue.ts';
 

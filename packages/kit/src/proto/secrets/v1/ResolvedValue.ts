@@ -1,4 +1,4 @@
-// Original file: /work/main/proto/secrets.proto
+// Original file: proto/secrets.proto
 
 
 export interface ResolvedValue {

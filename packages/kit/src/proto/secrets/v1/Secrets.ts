@@ -1,4 +1,4 @@
-// Original file: /work/main/proto/secrets.proto
+// Original file: proto/secrets.proto
 
 import type * as grpc from '@grpc/grpc-js'
 import type { MethodDefinition } from '@grpc/proto-loader'
