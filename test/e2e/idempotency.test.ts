@@ -68,6 +68,29 @@ describe('Idempotency-Key', () => {
     expect(names).not.toContain('second-body');
   });
 
+  it('the same key sent to another service is a 422 there, and runs nothing; the first service still replays it', async () => {
+    // Each service keeps its own keys: the gateway remembers which service a key went to first.
+    const key = randomUUID();
+    const first = await owner.post(`${base}/secrets`, { name: 'cross-first', values: { A: '1' } }, keyed(key));
+    expect(first.status).toBe(201);
+    const elsewhere = await owner.post(`${base}/services`, { name: 'cross-second' }, keyed(key));
+    expect(elsewhere.status).toBe(422);
+    expect(elsewhere.body).toEqual({ error: expect.stringContaining('different request'), code: 'idempotency_key_reused' });
+    const noVpcPath = await owner.post(`/api/v1/workspaces/${ws}/api-keys`, { name: 'cross-key' }, keyed(key));
+    expect(noVpcPath.status).toBe(422);
+    const services = (await owner.get(`${base}/services`)).body.items.map((s: { name: string }) => s.name);
+    expect(services).not.toContain('cross-second');
+    const keys = (await owner.get(`/api/v1/workspaces/${ws}/api-keys`)).body.items.map((k: { name: string }) => k.name);
+    expect(keys).not.toContain('cross-key');
+    const again = await owner.post(`${base}/secrets`, { name: 'cross-first', values: { A: '1' } }, keyed(key));
+    expect(again.status).toBe(201);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    // Keys are per workspace, as in each service: another workspace may use the same one.
+    const other = await owner.post('/api/v1/workspaces', { name: `cross-${key.slice(0, 8)}` });
+    expect(other.status).toBe(201);
+    expect((await owner.post(`/api/v1/workspaces/${other.body.id}/api-keys`, { name: 'cross-key' }, keyed(key))).status).toBe(201);
+  });
+
   it('a retry while the first is still running is a 409, and the first one still answers', async () => {
     // The first request's lock, taken by hand as compute would take it while a create runs.
     const key = randomUUID();

@@ -83,7 +83,7 @@ async function gatewayLease(): Promise<number> {
 }
 
 describe('the platform on NATS with a user per service', () => {
-  it('works with its users and trips no permission: events, epoch ticks, the holders bucket, acknowledgements', async () => {
+  it('works with its users and trips no permission: events, epoch ticks, the holders bucket, acknowledgements, key owners', async () => {
     const owner = p.api(p.bootstrap.token);
     const { workspaceId: ws, vpcId: vpc } = p.bootstrap;
     // Every service's relay connects and finds (or makes) the events stream: /readyz says so.
@@ -107,7 +107,11 @@ describe('the platform on NATS with a user per service', () => {
       expect((await owner.delete(`/api/v1/workspaces/${ws}/api-keys/${key.body.id}`)).status).toBe(204);
       revokeMs.push(performance.now() - t);
     }
-    expect((await owner.post(`/api/v1/workspaces/${ws}/vpcs/${vpc}/secrets`, { name: 'n', values: { K: 'v' } })).status).toBe(201);
+    // A keyed write: the gateway claims the key in the bucket of key owners, and a second
+    // service refuses it (that the claim went through, and was not skipped as NATS being away).
+    const keyed = { headers: { 'idempotency-key': 'nats-permissions-key' } };
+    expect((await owner.post(`/api/v1/workspaces/${ws}/vpcs/${vpc}/secrets`, { name: 'n', values: { K: 'v' } }, keyed)).status).toBe(201);
+    expect((await owner.post(`/api/v1/workspaces/${ws}/vpcs/${vpc}/services`, { name: 'n' }, keyed)).status).toBe(422);
     const obs = await as('observer');
     obs.sub('_INBOX.observer.info');
     let kinds: string[] = [];

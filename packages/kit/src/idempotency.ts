@@ -58,6 +58,14 @@ export function idempotencyKeyOf(header: string | undefined): string | undefined
   return header;
 }
 
+/** The answer to a key sent before with another request: here, or by the gateway when another service had it. */
+export function idempotencyKeyReused(): UnprocessableError {
+  return new UnprocessableError(
+    'this Idempotency-Key was used for a different request (method, path or body); send a new key with a new request',
+    'idempotency_key_reused',
+  );
+}
+
 /** What a request is, for telling a retry from another request under the same key. */
 export function requestFingerprint(method: string, path: string, body: unknown): string {
   return createHash('sha256')
@@ -160,10 +168,7 @@ export class IdempotencyKeys {
         row = undefined;
       }
       if (row && row.fingerprint !== fingerprint) {
-        throw new UnprocessableError(
-          'this Idempotency-Key was used for a different request (method, path or body); send a new key with a new request',
-          'idempotency_key_reused',
-        );
+        throw idempotencyKeyReused();
       }
       if (row && row.status !== null) {
         return { answer: { status: row.status, body: row.body ?? undefined, headers: row.headers ?? undefined, keep: true }, replayed: true };

@@ -14,6 +14,7 @@ import {
   type Logger,
 } from '@pier/kit';
 import type { Authenticates } from './answer-cache.ts';
+import type { KeyClaims } from './idempotency-owners.ts';
 import { routeOf, type RouteTarget, type Upstream } from './routing.ts';
 import { bearerToken } from './http/authenticate.ts';
 import { admission, asPierError, refusalAnswer, type RateLimits, type Refusal } from './http/admission.ts';
@@ -35,6 +36,8 @@ export interface GatewayDeps {
   /** Longest silence from a service before the gateway gives up (504, or the response cut). */
   upstreamTimeoutMs: number;
   metrics?: GatewayMetrics;
+  /** Which service each Idempotency-Key went to first (idempotency-owners.ts); absent without NATS. */
+  keyClaims?: KeyClaims;
 }
 
 export interface Gateway {
@@ -69,7 +72,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const { logger, auth, limits, metrics } = deps;
   const proxies = new Map<Upstream, UpstreamProxy>();
   for (const [name, target] of deps.upstreams) proxies.set(name, createUpstreamProxy(name, target, logger, deps.upstreamTimeoutMs));
-  const admit = admission(auth, limits, proxies);
+  const admit = admission(auth, limits, proxies, deps.keyClaims);
   const app = createFallbackApp(deps);
 
   const fail = (res: http.ServerResponse, err: unknown): void => answerError(res, err, logger);

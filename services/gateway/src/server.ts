@@ -2,6 +2,7 @@ import { close, createLogger, Lifecycle, listen, type Logger, type ReadinessChec
 import { createGatewayMetrics, internalHandler } from './http/metrics.ts';
 import type { GatewayConfig } from './config.ts';
 import { AuthClient } from './auth-client.ts';
+import { IdempotencyOwners } from './idempotency-owners.ts';
 import { AnswerCache, type Authenticates } from './answer-cache.ts';
 import { createGateway } from './app.ts';
 import type { Upstream } from './routing.ts';
@@ -77,7 +78,13 @@ export async function start(config: GatewayConfig, options: GatewayOptions = {})
       limits.tokens.close();
       limits.addresses.close();
     });
-    const gateway = createGateway({ logger, auth: answers, upstreams, limits, upstreamTimeoutMs: config.PIER_UPSTREAM_TIMEOUT_MS, metrics });
+    let keyClaims: IdempotencyOwners | undefined;
+    if (config.PIER_NATS_URL) {
+      keyClaims = new IdempotencyOwners({ url: config.PIER_NATS_URL, user: config.PIER_NATS_USER, password: config.PIER_NATS_PASSWORD }, logger);
+      keyClaims.start();
+      life.onStop('idempotency key owners', () => keyClaims!.stop());
+    }
+    const gateway = createGateway({ logger, auth: answers, upstreams, limits, upstreamTimeoutMs: config.PIER_UPSTREAM_TIMEOUT_MS, metrics, keyClaims });
     life.onStop('upstream pools', () => gateway.close());
     const { server, port } = await listen(gateway.handle, config.PIER_GATEWAY_PORT, config.PIER_BIND_HOST, { maxHeaderSize: GATEWAY_MAX_HEADER_BYTES });
     server.on('upgrade', gateway.upgrade);

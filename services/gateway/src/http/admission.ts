@@ -1,13 +1,16 @@
 import type http from 'node:http';
-import { errorBody, httpStatusOf, loggablePath, NotFoundError, PierError } from '@pier/kit';
+import { errorBody, httpStatusOf, IDEMPOTENCY_KEY_HEADER, idempotencyKeyOf, idempotencyKeyReused, loggablePath, NotFoundError, PierError } from '@pier/kit';
 import type { Authenticates } from '../answer-cache.ts';
+import type { Authenticated } from '../auth-client.ts';
+import type { KeyClaims } from '../idempotency-owners.ts';
 import type { RouteTarget, Upstream } from '../routing.ts';
 import type { UpstreamProxy } from './proxy.ts';
 import { missingToken } from './authenticate.ts';
 import { addressKey, clientAddress, tokenKey, type RateDecision, type RateLimiter } from './rate-limit.ts';
 
 // The one pipeline every proxied request goes through, a plain request (app.ts's handle)
-// and a WebSocket handshake (app.ts's upgrade) alike: rate limit -> authenticate -> route.
+// and a WebSocket handshake (app.ts's upgrade) alike: rate limit -> authenticate -> route
+// -> the Idempotency-Key's owner (a key first sent to another service is refused).
 // It decides; each path answers in its own medium (a ServerResponse, a raw socket).
 
 /** Buckets per bearer token and, for requests without a token that auth accepted, per source address. */
@@ -41,7 +44,7 @@ export type Admission = Admitted | Refusal;
 /** Decides one request to `target`, sent with `token` (null or '' when it has none). */
 export type Admit = (req: http.IncomingMessage, target: RouteTarget, token: string | null) => Promise<Admission>;
 
-export function admission(auth: Authenticates, limits: RateLimits, proxies: ReadonlyMap<Upstream, UpstreamProxy>): Admit {
+export function admission(auth: Authenticates, limits: RateLimits, proxies: ReadonlyMap<Upstream, UpstreamProxy>, claims?: KeyClaims): Admit {
   return async (req, target, token) => {
     const address = addressKey(clientAddress(req, limits.trustedHops));
     if (!token) {
@@ -51,9 +54,9 @@ export function admission(auth: Authenticates, limits: RateLimits, proxies: Read
     const charge = chargeFirst(limits, token, address);
     let decision = charge.decision;
     if (!decision.allowed) return { admitted: false, limits: decision, rateLimited: charge.known ? 'token' : 'address' };
-    let identity: string;
+    let answer: Authenticated;
     try {
-      identity = (await auth.authenticate(token, target.workspaceId, target.vpcId)).identity_token;
+      answer = await auth.authenticate(token, target.workspaceId, target.vpcId);
     } catch (error) {
       return { admitted: false, limits: decision, error };
     }
@@ -70,8 +73,29 @@ export function admission(auth: Authenticates, limits: RateLimits, proxies: Read
         error: new NotFoundError(`no route for ${req.method} ${path}: the ${target.upstream} service is not deployed`, 'route_not_found'),
       };
     }
-    return { admitted: true, proxy, identity, limits: decision };
+    if (claims && (await keyTakenElsewhere(claims, req, target, answer))) {
+      return { admitted: false, limits: decision, error: idempotencyKeyReused() };
+    }
+    return { admitted: true, proxy, identity: answer.identity_token, limits: decision };
   };
+}
+
+/** The request's key; undefined without one, and for a malformed one, which is the service's to refuse (400), as without a gateway. */
+function wellFormedKey(header: string | string[] | undefined): string | undefined {
+  try {
+    return typeof header === 'string' ? idempotencyKeyOf(header) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A write whose Idempotency-Key went first to another service (idempotency-owners.ts). */
+async function keyTakenElsewhere(claims: KeyClaims, req: http.IncomingMessage, target: RouteTarget, answer: Authenticated): Promise<boolean> {
+  const key = req.method === 'GET' || req.method === 'HEAD' ? undefined : wellFormedKey(req.headers[IDEMPOTENCY_KEY_HEADER]);
+  if (key === undefined) return false;
+  // The scope the services key by (kit's route-idempotency.ts).
+  const scope = target.workspaceId ? `workspace:${target.workspaceId}` : `user:${answer.user_id}`;
+  return (await claims.claim(answer.installation, scope, key, target.upstream)) === 'other-service';
 }
 
 /** The status and JSON body of a refusal; an error that is not a PierError is a 500 `internal`. */
