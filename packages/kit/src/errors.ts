@@ -42,8 +42,8 @@ export class NotFoundError extends PierError {
 }
 
 export class ConflictError extends PierError {
-  constructor(message: string, code = 'conflict') {
-    super('conflict', message, code);
+  constructor(message: string, code = 'conflict', details?: Record<string, unknown>) {
+    super('conflict', message, code, details);
   }
 }
 

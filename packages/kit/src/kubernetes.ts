@@ -33,15 +33,3 @@ export function kubernetesApiConfiguration(kc: KubeConfig, timeoutMs = 10_000): 
     promiseMiddleware: [deadline],
   });
 }
-
-/**
- * The API server answers a server-side apply that names a field the schema does not declare
- * with a 500 ("failed to create typed patch object ...: .spec.x: field not declared in
- * schema"), though the request is at fault, not the server: a refusal, not an outage.
- */
-export function isRefusedApply(err: unknown): boolean {
-  const e = err as { code?: unknown; body?: unknown; message?: unknown } | undefined;
-  if (e?.code !== 500) return false;
-  const text = `${typeof e.body === 'string' ? e.body : JSON.stringify(e.body ?? '')} ${String(e.message ?? '')}`;
-  return /failed to create typed patch object/.test(text);
-}

@@ -38,6 +38,14 @@ export interface Page<T> {
   nextCursor: string | null;
 }
 
+/** A page's JSON, for the OpenAPI document: `items` of `item`, and `next_cursor`. */
+export const listOf = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item), next_cursor: z.string().nullable() });
+
+/** A page as the API answers it, each item shaped by `shape`. */
+export function listBody<R, T>(page: Page<R>, shape: (r: R) => T): { items: T[]; next_cursor: string | null } {
+  return { items: page.items.map(shape), next_cursor: page.nextCursor };
+}
+
 /**
  * A keyset position. `at` is created_at in whole microseconds since the epoch: a JS Date
  * keeps only milliseconds, and a cursor rounded down to them would repeat the last row of

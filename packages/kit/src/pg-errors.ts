@@ -1,3 +1,4 @@
+import { unreachableCode } from './cluster-errors.ts';
 import { ConflictError, InputError, PierError, UnavailableError } from './errors.ts';
 
 // PostgreSQL's errors in the domain's terms, in one table. Stores call translatePgError
@@ -9,10 +10,23 @@ export interface PgErrorMessages {
   unique?: string;
   /** 23503: the row points at something missing, or something still points at it. */
   foreignKey?: string;
+  /**
+   * 23505 by the unique index (or constraint) that refused the row, for a table with more
+   * than one: each its own message, code and offending field. One not listed gets `unique`.
+   */
+  constraints?: Record<string, UniqueConflict>;
 }
 
-/** Node's socket errors and PostgreSQL's connection classes: the database is out of reach. */
-const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+/** What a unique violation of one constraint means to the caller. */
+export interface UniqueConflict {
+  message: string;
+  code: string;
+  /** The request field the conflict is about, returned as `field`. */
+  field?: string;
+}
+
+// Node's socket errors (cluster-errors.ts, the list every peer shares) and PostgreSQL's
+// connection classes: the database is out of reach.
 // 57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now, 53300 too many connections.
 const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
 // 22P02 invalid text representation, 22001 too long, 22003 out of range, 22007/22008 bad date,
@@ -25,16 +39,20 @@ function isSqlState(code: unknown): code is string {
 
 /** The domain error a PostgreSQL (or connection) failure stands for; undefined when it is none of those. */
 export function pgErrorOf(err: unknown, messages: PgErrorMessages = {}): PierError | undefined {
-  const e = err as { code?: unknown; message?: unknown; column?: string; name?: string } | undefined;
+  const e = err as { code?: unknown; message?: unknown; column?: string; constraint?: string; name?: string } | undefined;
   const code = e?.code;
   const message = typeof e?.message === 'string' ? e.message : '';
-  if (typeof code === 'string' && UNREACHABLE_CODES.has(code)) return unavailable();
+  if (unreachableCode(err)) return unavailable();
   // knex's pool gives up waiting for a connection the database never grants; pg gives up
   // on a connection not established within its connectionTimeoutMillis ("timeout expired").
   if (e?.name === 'KnexTimeoutError' || /Connection terminated|timeout exceeded when trying to connect|^timeout expired$/i.test(message)) return unavailable();
   if (!isSqlState(code)) return undefined;
   if (code.startsWith('08') || UNAVAILABLE_SQLSTATES.has(code)) return unavailable();
-  if (code === '23505') return new ConflictError(messages.unique ?? 'a record with these values already exists', 'already_exists');
+  if (code === '23505') {
+    const named = e?.constraint ? messages.constraints?.[e.constraint] : undefined;
+    if (named) return new ConflictError(named.message, named.code, named.field ? { field: named.field } : undefined);
+    return new ConflictError(messages.unique ?? 'a record with these values already exists', 'already_exists');
+  }
   if (code === '23503')
     return new ConflictError(messages.foreignKey ?? 'the record refers to one that does not exist, or is still referred to', 'reference_conflict');
   // Serialization failures and deadlocks: the same request, retried, would succeed.

@@ -49,6 +49,20 @@ describe('pgErrorOf', () => {
     expect(() => translatePgError(err, { unique: 'dup' })).toThrow('dup');
   });
 
+  it('maps a unique violation by the constraint that refused it, with its message, code and field', async () => {
+    const constraints = {
+      parents_name_unique: { message: 'a parent named "taken" exists', code: 'name_taken', field: 'name' },
+      parents_other: { message: 'not this one', code: 'other' },
+    };
+    const err = await failure(() => db('parents').insert({ id: '00000000-0000-0000-0000-000000000002', name: 'taken', size: 1 }));
+    const mapped = pgErrorOf(err, { unique: 'fallback', constraints });
+    expect(shape(mapped)).toEqual({ kind: 'conflict', code: 'name_taken', message: 'a parent named "taken" exists' });
+    expect(mapped?.details).toEqual({ field: 'name' });
+    // Another index of the table refusing the row: the store's general message.
+    const other = await failure(() => db('parents').insert({ id: '00000000-0000-0000-0000-000000000001', name: 'fresh', size: 1 }));
+    expect(shape(pgErrorOf(other, { unique: 'fallback', constraints }))).toEqual({ kind: 'conflict', code: 'already_exists', message: 'fallback' });
+  });
+
   it('maps a foreign-key violation to 409 reference_conflict', async () => {
     const err = await failure(() => db('children').insert({ id: '00000000-0000-0000-0000-000000000003', parent_id: '00000000-0000-0000-0000-000000000009' }));
     expect(pgErrorOf(err)).toMatchObject({ kind: 'conflict', code: 'reference_conflict' });

@@ -2,9 +2,10 @@
 // adapter's store: a named volume or an S3 store; the kubernetes adapter's VolumeSnapshot
 // class) and the jobs. server.ts puts it in the context and runs the worker
 // (domain/disk-backups/disk-backup-worker.ts) in the background.
-import { s3StoreFrom, type Knex, type Logger } from '@pier/kit';
+import { s3StoreFromEnv, type Knex, type Logger } from '@pier/kit';
 import { kubeConfigFrom } from '@pier/kit/kubernetes';
 import type { ComputeConfig } from './config.ts';
+import { S3 } from './disk-backup-config.ts';
 import { DiskJobs, type DiskBackupDeps } from './domain/disk-backups/disk-backup-deps.ts';
 import type { DiskBackupPort } from './domain/disk-backups/disk-backup-port.ts';
 import { DockerDiskBackups, type DiskBackupRepository } from './cluster/docker-disk-backups.ts';
@@ -13,16 +14,8 @@ import { KnexDiskBackupStore } from './store/disk-backup-store.ts';
 
 /** Where the docker adapter keeps disk backups: the S3 store when one is configured, else the named volume. */
 export function diskBackupRepository(config: ComputeConfig): DiskBackupRepository {
-  if (!config.PIER_COMPUTE_BACKUP_S3_ENDPOINT) return { kind: 'volume', volume: config.PIER_COMPUTE_BACKUP_VOLUME };
-  const store = s3StoreFrom({
-    endpoint: config.PIER_COMPUTE_BACKUP_S3_ENDPOINT,
-    bucket: config.PIER_COMPUTE_BACKUP_S3_BUCKET!,
-    region: config.PIER_COMPUTE_BACKUP_S3_REGION,
-    accessKeyId: config.PIER_COMPUTE_BACKUP_S3_ACCESS_KEY_ID!,
-    secretAccessKey: config.PIER_COMPUTE_BACKUP_S3_SECRET_ACCESS_KEY!,
-    caFile: config.PIER_COMPUTE_BACKUP_S3_CA_FILE,
-    prefix: config.PIER_COMPUTE_BACKUP_S3_PREFIX,
-  });
+  const store = s3StoreFromEnv(S3, config);
+  if (!store) return { kind: 'volume', volume: config.PIER_COMPUTE_BACKUP_VOLUME };
   return { kind: 's3', store };
 }
 

@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { defineRoute, pageQuery, type Route } from '@pier/kit';
+import { defineRoute, pageQuery, listBody, listOf, workspacePathParams, type Route } from '@pier/kit';
 import { createApiKey, listApiKeys, revokeApiKey } from '../domain/api-keys.ts';
 import type { AuthContext } from '../domain/context.ts';
 import { MAX_SCOPES, SCOPE_MAX } from '../domain/limits.ts';
-import { expiresInDays, label, strictBody, workspacePath } from './schemas.ts';
-import { createdKeyRecord, errorResponses, keyJson, keyRecord, listBody, listOf } from './shapes.ts';
+import { expiresInDays, label, strictBody } from './schemas.ts';
+import { createdKeyRecord, errorResponses, keyJson, keyRecord } from './shapes.ts';
 
 const scope = z
   .string({ error: 'must be a string' })
@@ -30,7 +30,7 @@ export function apiKeyRoutes(ctx: AuthContext): Route[] {
       summary: 'List the live API keys of the workspace (key_prefix only, never the key; revoked keys are not listed)',
       tag: 'api-keys',
       access: 'Admin',
-      params: workspacePath,
+      params: workspacePathParams,
       query: pageQuery,
       responses: { 200: { description: 'keys', schema: listOf(keyRecord) }, ...errorResponses(400, 403, 404) },
       handler: async ({ params, query }) => ({ status: 200, body: listBody(await listApiKeys(ctx, params.workspaceID, query), keyJson) }),
@@ -41,7 +41,7 @@ export function apiKeyRoutes(ctx: AuthContext): Route[] {
       summary: 'Create an API key acting as the caller; the response carries the key, once',
       tag: 'api-keys',
       access: 'Admin',
-      params: workspacePath,
+      params: workspacePathParams,
       body: createBody,
       responses: { 201: { description: 'the new key, with `key`', schema: createdKeyRecord }, ...errorResponses(400, 403, 404, 409) },
       handler: async ({ identity, params, body }) => {
@@ -57,7 +57,7 @@ export function apiKeyRoutes(ctx: AuthContext): Route[] {
       summary: 'Revoke an API key for good; its next request gets 401',
       tag: 'api-keys',
       access: 'Admin',
-      params: workspacePath.extend({ keyID: z.string() }),
+      params: workspacePathParams.extend({ keyID: z.string() }),
       responses: { 204: { description: 'revoked' }, ...errorResponses(403, 404) },
       handler: async ({ identity, params }) => {
         await revokeApiKey(ctx, identity.subject, params.workspaceID, params.keyID);

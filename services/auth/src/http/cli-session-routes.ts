@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { defineRoute, pageQuery, type Route } from '@pier/kit';
+import { defineRoute, pageQuery, listBody, listOf, type Route } from '@pier/kit';
 import { createCliSession, listCliSessions, revokeCliSession } from '../domain/cli-sessions.ts';
 import type { AuthContext } from '../domain/context.ts';
 import { DEFAULT_SESSION_DAYS } from '../domain/limits.ts';
 import { expiresInDays, label, strictBody } from './schemas.ts';
-import { errorResponses, listBody, listOf, sessionJson, sessionRecord } from './shapes.ts';
+import { errorResponses, sessionJson, sessionRecord } from './shapes.ts';
 
 // Both fields are optional; send `{}` for an unnamed session with the default lifetime.
 const createBody = strictBody({ name: label.optional(), expires_in_days: expiresInDays.optional() });

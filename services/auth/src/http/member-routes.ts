@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { defineRoute, pageQuery, roles, type Route } from '@pier/kit';
+import { defineRoute, pageQuery, roles, listBody, listOf, workspacePathParams, type Route } from '@pier/kit';
 import type { AuthContext } from '../domain/context.ts';
 import { addMember, changeMemberRole, listMembers, removeMember } from '../domain/members.ts';
-import { strictBody, workspacePath } from './schemas.ts';
-import { errorResponses, listBody, listOf, memberJson, memberRecord } from './shapes.ts';
+import { strictBody } from './schemas.ts';
+import { errorResponses, memberJson, memberRecord } from './shapes.ts';
 
 const role = z.enum(roles, {
   error: (issue) => (issue.input === undefined ? 'is required' : `must be one of ${roles.join(', ')}`),
@@ -14,7 +14,7 @@ const email = z
   .max(254, 'must be at most 254 characters')
   .email('must be an e-mail address');
 
-const memberPath = workspacePath.extend({ userID: z.string() });
+const memberPath = workspacePathParams.extend({ userID: z.string() });
 
 const MANAGE = 'Owner or Admin; only an Owner may grant, change or remove the owner role, and the last owner stays';
 
@@ -27,7 +27,7 @@ export function memberRoutes(ctx: AuthContext): Route[] {
       summary: 'List the members of the workspace',
       tag: 'members',
       access: 'Member',
-      params: workspacePath,
+      params: workspacePathParams,
       query: pageQuery,
       responses: { 200: { description: 'members', schema: listOf(memberRecord) }, ...errorResponses(400, 404) },
       handler: async ({ params, query }) => ({
@@ -41,7 +41,7 @@ export function memberRoutes(ctx: AuthContext): Route[] {
       summary: `Add a member by e-mail (the user is created when unknown). ${MANAGE}`,
       tag: 'members',
       access: 'Admin',
-      params: workspacePath,
+      params: workspacePathParams,
       body: strictBody({ email, role }),
       responses: { 201: { description: 'the new member', schema: memberRecord }, ...errorResponses(400, 403, 404, 409) },
       handler: async ({ identity, params, body }) => ({

@@ -33,6 +33,3 @@ export const label = z
 
 const positiveDays = `must be a positive integer (days, at most ${MAX_EXPIRES_IN_DAYS})`;
 export const expiresInDays = z.number(typed('a positive integer')).int(positiveDays).min(1, positiveDays).max(MAX_EXPIRES_IN_DAYS, positiveDays);
-
-// Path parameters are checked by the domain: an id that is not a UUID is 404, not 400.
-export const workspacePath = z.object({ workspaceID: z.string() });

@@ -1,33 +1,27 @@
 // The JSON auth answers with, and the zod schemas that document it in OpenAPI. Records
 // (domain/records.ts) are never sent as they stand: no hash, no user id of a key's owner.
 import { z } from 'zod';
-import { roles, type Page } from '@pier/kit';
+import { errorResponses as errorTable, FORBIDDEN_DESCRIPTION, fieldErrorBodySchema, pickResponses, roles } from '@pier/kit';
 import type { ApiKeyRow, MemberRow, MyWorkspaceRow, SessionRow, VpcRow } from '../domain/records.ts';
 
 export const timestamp = z.string().describe('ISO 8601 UTC timestamp');
-export const errorSchema = z.object({ error: z.string(), code: z.string(), field: z.string().optional() });
-
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
-export function listOf<T extends z.ZodType>(item: T) {
-  return z.object({ items: z.array(item), next_cursor: z.string().nullable() });
-}
-
-export function listBody<R, T>(page: Page<R>, shape: (r: R) => T): { items: T[]; next_cursor: string | null } {
-  return { items: page.items.map(shape), next_cursor: page.nextCursor };
-}
-
-/** The error responses a route can give, for the OpenAPI document. */
-export function errorResponses(...statuses: (400 | 401 | 403 | 404 | 409 | 503)[]): Record<number, { description: string; schema: z.ZodType }> {
-  const text: Record<number, string> = {
+const ERRORS = errorTable(
+  {
     400: 'invalid request (the message names the field)',
     401: 'missing, invalid or expired credentials',
-    403: 'insufficient workspace permissions',
+    403: FORBIDDEN_DESCRIPTION,
     404: 'not found (also for workspaces the caller is not a member of)',
     409: 'conflict',
     503: 'a service this depends on cannot be reached; nothing was changed',
-  };
-  return Object.fromEntries([401, ...statuses].map((s) => [s, { description: text[s]!, schema: errorSchema }]));
+  },
+  fieldErrorBodySchema,
+);
+
+/** The error responses a route can give (401 always), for the OpenAPI document. */
+export function errorResponses(...statuses: (400 | 401 | 403 | 404 | 409 | 503)[]) {
+  return pickResponses(ERRORS, 401, ...statuses);
 }
 
 export const workspaceRecord = z.object({

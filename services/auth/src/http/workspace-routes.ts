@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { defineRoute, pageQuery, type Route } from '@pier/kit';
+import { defineRoute, pageQuery, listBody, listOf, workspacePathParams, type Route } from '@pier/kit';
 import type { AuthContext } from '../domain/context.ts';
 import { createWorkspace, getWorkspace, listWorkspaces } from '../domain/workspaces.ts';
-import { resourceName, strictBody, workspacePath } from './schemas.ts';
-import { errorResponses, listBody, listOf, workspaceJson, workspaceRecord } from './shapes.ts';
+import { resourceName, strictBody } from './schemas.ts';
+import { errorResponses, workspaceJson, workspaceRecord } from './shapes.ts';
 
 export function workspaceRoutes(ctx: AuthContext): Route[] {
   return [
@@ -42,7 +42,7 @@ export function workspaceRoutes(ctx: AuthContext): Route[] {
       summary: "One workspace, with the caller's role in it",
       tag: 'workspaces',
       access: 'Member',
-      params: workspacePath,
+      params: workspacePathParams,
       responses: { 200: { description: 'the workspace', schema: workspaceRecord }, ...errorResponses(404) },
       handler: async ({ identity, params }) => ({ status: 200, body: workspaceJson(await getWorkspace(ctx, identity.subject, params.workspaceID)) }),
     }),

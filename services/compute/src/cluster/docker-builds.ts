@@ -14,7 +14,7 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import Docker from 'dockerode';
-import { UnavailableError, crashPoint, type Logger, type UrlGuard } from '@pier/kit';
+import { UnavailableError, crashPoint, dockerStatusOf, isDockerNotFound, type Logger, type UrlGuard } from '@pier/kit';
 import { WorkloadRejectedError } from '../domain/cluster-port.ts';
 import { BuildFailedError, type BuilderPort, type BuildIo, type BuildRequest, type BuildTarget } from '../domain/builds/builder-port.ts';
 import { DockerEngine, dockerOptions } from './docker-engine.ts';
@@ -35,10 +35,6 @@ export interface DockerBuilderOptions {
   logger: Logger;
   /** pier/netfilter, the host firewall RUN steps wait for (docker-egress-firewall.ts); null: the operator's own. */
   egressFirewallImage?: string | null;
-}
-
-function statusCode(err: unknown): number | undefined {
-  return (err as { statusCode?: number })?.statusCode;
 }
 
 /** What one build made on the engine: its step containers and the layers of its own. */
@@ -210,7 +206,7 @@ export class DockerBuilder implements BuilderPort {
         await this.engine.docker.getImage(ref).remove({ force: true });
       } catch (err) {
         // Gone already, or still the parent of an image someone else made: both fine here.
-        const code = statusCode(err);
+        const code = dockerStatusOf(err);
         if (code !== 404 && code !== 409) throw new UnavailableError(`could not remove image ${ref}: ${(err as Error).message}`, 'cluster_unavailable');
       }
     };
@@ -231,7 +227,7 @@ export class DockerBuilder implements BuilderPort {
         .inspect()
         .then(
           () => false,
-          (err: unknown) => statusCode(err) === 404,
+          (err: unknown) => isDockerNotFound(err),
         );
       if (gone) return;
       await new Promise((r) => setTimeout(r, 100));
@@ -254,7 +250,7 @@ export class DockerBuilder implements BuilderPort {
           Labels: { [LABEL.managed]: 'true', [LABEL.kind]: 'build' },
         });
       } catch (err) {
-        if (statusCode(err) !== 409) throw new UnavailableError(`could not create the build network: ${(err as Error).message}`, 'cluster_unavailable');
+        if (dockerStatusOf(err) !== 409) throw new UnavailableError(`could not create the build network: ${(err as Error).message}`, 'cluster_unavailable');
       }
     }
     this.networkReady = true;

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import type Docker from 'dockerode';
 import tar from 'tar-stream';
-import { vpcNetwork, type Logger } from '@pier/kit';
+import { dockerStatusOf, isDockerNotFound, vpcNetwork, type Logger } from '@pier/kit';
 import type { EdgeEntry, EdgePort, EdgeRoute, TlsOutcome } from '../domain/edge/edge-port.ts';
 import type { AcmeIssuer } from '../edge/acme-issuer.ts';
 import { DockerEngine } from './docker-engine.ts';
@@ -172,7 +172,7 @@ export class DockerEdge implements EdgePort {
     try {
       return await this.docker.getContainer(this.opts.container).inspect();
     } catch (err) {
-      if ((err as { statusCode?: number }).statusCode === 404) return null;
+      if (isDockerNotFound(err)) return null;
       return this.engine.call('edge inspect', () => Promise.reject(err));
     }
   }
@@ -251,10 +251,9 @@ export class DockerEdge implements EdgePort {
       try {
         await this.docker.getNetwork(network).connect({ Container: info.Id });
       } catch (err) {
-        const e = err as { statusCode?: number; message?: string };
         // A service never deployed has no network yet: its host answers 503 until it has.
-        if (e.statusCode === 404) continue;
-        if (e.statusCode === 403 && /already exists/.test(e.message ?? '')) continue;
+        if (isDockerNotFound(err)) continue;
+        if (dockerStatusOf(err) === 403 && /already exists/.test((err as Error).message ?? '')) continue;
         throw this.engineError(err, 'network connect');
       }
     }

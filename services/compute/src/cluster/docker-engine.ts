@@ -1,5 +1,5 @@
 import Docker from 'dockerode';
-import { UnavailableError } from '@pier/kit';
+import { clusterUnavailable, dockerFault, dockerReasonOf, dockerStatusOf, isDockerNotFound } from '@pier/kit';
 import { WorkloadRejectedError } from '../domain/cluster-port.ts';
 import { observed, type ClusterCallObserver } from './call-metrics.ts';
 
@@ -14,19 +14,14 @@ export function dockerOptions(host: string | undefined, timeoutMs: number): Dock
   return { host: url.hostname, port: Number(url.port || 2375), protocol: 'http', timeout: timeoutMs };
 }
 
-const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOENT', 'EACCES', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ESOCKETTIMEDOUT']);
-
 /** Engine API failures in our terms: unreachable is the caller's 503; everything else is the workload's. */
 export function dockerError(err: unknown, what: string): Error {
-  const e = err as { code?: string; statusCode?: number; json?: { message?: string }; reason?: string; message?: string };
-  if (e?.code && UNREACHABLE.has(e.code)) return new UnavailableError(`the cluster cannot be reached (docker: ${e.code})`, 'cluster_unavailable');
-  if (e?.message?.includes('timeout')) return new UnavailableError(`the cluster did not answer in time (docker ${what})`, 'cluster_unavailable');
-  const message = e?.json?.message ?? e?.reason ?? e?.message ?? String(err);
-  return new WorkloadRejectedError(`docker ${what}: ${message}`);
-}
-
-function statusCode(err: unknown): number | undefined {
-  return (err as { statusCode?: number })?.statusCode;
+  const fault = dockerFault(err);
+  if (fault?.kind === 'unreachable')
+    return fault.code === 'timeout'
+      ? clusterUnavailable(`the cluster did not answer in time (docker ${what})`)
+      : clusterUnavailable(`the cluster cannot be reached (docker: ${fault.code})`);
+  return new WorkloadRejectedError(`docker ${what}: ${dockerReasonOf(err)}`);
 }
 
 export class DockerEngine {
@@ -61,7 +56,7 @@ export class DockerEngine {
       await this.docker.getContainer(id).remove({ force: true, v: false });
     } catch (err) {
       // Gone already, or already being removed by an earlier attempt: both are the goal.
-      const code = statusCode(err);
+      const code = dockerStatusOf(err);
       if (code !== 404 && code !== 409) throw dockerError(err, 'container remove');
     }
   }
@@ -72,7 +67,7 @@ export class DockerEngine {
     try {
       await this.docker.getVolume(name).remove();
     } catch (err) {
-      if (statusCode(err) !== 404) throw dockerError(err, 'volume remove');
+      if (!isDockerNotFound(err)) throw dockerError(err, 'volume remove');
     }
   }
 }

@@ -2,7 +2,7 @@
 // multiplexed since Pier's containers have no TTY), followed with `since` to resume, and the
 // events API to learn at once that a replica started.
 import Docker from 'dockerode';
-import type { Logger } from '@pier/kit';
+import { isDockerNotFound, type Logger } from '@pier/kit';
 import type { WorkloadRef } from '../domain/cluster-port.ts';
 import type { LogLine, LogReplica, LogSource, LogStream, RecentOptions } from '../domain/logs/log-port.ts';
 import { DockerEngine, dockerOptions } from './docker-engine.ts';
@@ -15,10 +15,6 @@ const EVENTS_RETRY_MS = 1000;
 /** A line's timestamp as the Engine's `since` takes it: seconds and nanoseconds since the epoch. */
 export function dockerSince(ts: string): string {
   return `${Math.floor(Date.parse(`${ts.slice(0, 19)}Z`) / 1000)}.${ts.slice(20, 29)}`;
-}
-
-function isGone(err: unknown): boolean {
-  return (err as { statusCode?: number })?.statusCode === 404;
 }
 
 export class DockerLogSource implements LogSource {
@@ -114,7 +110,7 @@ export class DockerLogSource implements LogSource {
           batches.room(() => stream.resume());
         });
       })
-      .catch((err: unknown) => finish(signal.aborted || isGone(err) ? undefined : err));
+      .catch((err: unknown) => finish(signal.aborted || isDockerNotFound(err) ? undefined : err));
     return batches;
   }
 

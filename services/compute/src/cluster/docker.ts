@@ -1,5 +1,5 @@
 import type Docker from 'dockerode';
-import { crashPoint, dockerLimits, vpcNetwork, type Logger } from '@pier/kit';
+import { crashPoint, dockerLimits, vpcNetwork, type Logger, isDockerNotFound } from '@pier/kit';
 import { ensureVpcNetwork } from '@pier/kit/docker';
 import { isReference, referencesOf } from '../domain/env/env-input.ts';
 import { referenceKey, type SecretsPort } from '../domain/env/secrets-port.ts';
@@ -315,8 +315,8 @@ export class DockerCluster implements ClusterPort {
         .inspect()
         .then(
           () => true,
-          (err: { statusCode?: number }) => {
-            if (err.statusCode === 404) return false;
+          (err: unknown) => {
+            if (isDockerNotFound(err)) return false;
             throw err;
           },
         ),

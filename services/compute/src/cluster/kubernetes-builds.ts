@@ -28,7 +28,7 @@ import {
   type V1Status,
 } from '@kubernetes/client-node';
 import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
-import type { Logger, UrlGuard } from '@pier/kit';
+import { isKubernetesNotFound, type Logger, type UrlGuard } from '@pier/kit';
 import { kubernetesApiConfiguration } from '@pier/kit/kubernetes';
 import { BuildFailedError, type BuilderPort, type BuildIo, type BuildRequest, type BuildTarget } from '../domain/builds/builder-port.ts';
 import { packContext } from './build-context.ts';
@@ -72,10 +72,6 @@ export interface KubernetesBuilderOptions {
 function typed(m: Manifest): KubernetesObject {
   const version = m.apiVersion.split('/').pop()!;
   return ObjectSerializer.deserialize(m, `${version.charAt(0).toUpperCase()}${version.slice(1)}${m.kind}`) as KubernetesObject;
-}
-
-function isNotFound(err: unknown): boolean {
-  return (err as { code?: number })?.code === 404;
 }
 
 const DIGEST = /^sha256:[0-9a-f]{64}$/;
@@ -197,7 +193,7 @@ export class KubernetesBuilder implements BuilderPort {
         metadata: { name: buildJobName(t.buildId), namespace: this.opts.namespace },
       })) as V1Job;
     } catch (err) {
-      if (isNotFound(err)) return undefined;
+      if (isKubernetesNotFound(err)) return undefined;
       throw kubernetesError(err, 'read Job');
     }
   }

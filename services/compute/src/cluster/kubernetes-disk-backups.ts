@@ -1,7 +1,7 @@
 import { KubernetesObjectApi, PatchStrategy, type KubeConfig, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
 // Not re-exported by the package root; the generic object API serializes bodies through it.
 import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
-import { UnavailableError, vpcNamespace } from '@pier/kit';
+import { UnavailableError, vpcNamespace, isKubernetesNotFound } from '@pier/kit';
 import { kubernetesApiConfiguration } from '@pier/kit/kubernetes';
 import type { WorkloadSpec } from '../domain/cluster-port.ts';
 import { DiskBackupFailedError, type DiskBackupPort, type DiskRef } from '../domain/disk-backups/disk-backup-port.ts';
@@ -41,10 +41,6 @@ export interface KubernetesDiskBackupsOptions {
 
 interface SnapshotObject {
   status?: { readyToUse?: boolean; restoreSize?: string | number; error?: { message?: string } };
-}
-
-function isNotFound(err: unknown): boolean {
-  return (err as { code?: number })?.code === 404;
 }
 
 const sleep = (ms: number, signal: AbortSignal) =>
@@ -138,7 +134,7 @@ export class KubernetesDiskBackups implements DiskBackupPort {
         metadata: { name: snapshotName(backupId), namespace: vpcNamespace(disk.vpcId) },
       })) as SnapshotObject;
     } catch (err) {
-      if (isNotFound(err)) return null;
+      if (isKubernetesNotFound(err)) return null;
       throw kubernetesError(err, 'read VolumeSnapshot');
     }
   }

@@ -3,7 +3,7 @@
 // domain, and reads the Certificate's Ready condition for the domain's TLS state.
 import { createHash } from 'node:crypto';
 import { type KubeConfig, KubernetesObjectApi, PatchStrategy, type KubernetesObject } from '@kubernetes/client-node';
-import { vpcNamespace, type Logger } from '@pier/kit';
+import { isKubernetesNotFound, vpcNamespace, type Logger } from '@pier/kit';
 import { kubernetesApiConfiguration } from '@pier/kit/kubernetes';
 import type { EdgeEntry, EdgePort, EdgeRoute, TlsOutcome } from '../domain/edge/edge-port.ts';
 import { certificateManifest, certificateName, ingressManifest, tlsSecretName, type IngressSettings } from './kubernetes-edge-manifests.ts';
@@ -40,7 +40,7 @@ export class KubernetesEdge implements EdgePort {
     try {
       await this.objects.delete({ apiVersion, kind, metadata: { name, namespace } });
     } catch (err) {
-      if ((err as { code?: number }).code !== 404) await kubernetesCall(`delete ${kind}/${name}`, () => Promise.reject(err));
+      if (!isKubernetesNotFound(err)) await kubernetesCall(`delete ${kind}/${name}`, () => Promise.reject(err));
     }
   }
 

@@ -4,7 +4,7 @@
 // `stdout` here. Pods are found by listing: nothing to watch between two collection passes.
 import { Writable } from 'node:stream';
 import { CoreV1Api, Log, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
-import { vpcNamespace } from '@pier/kit';
+import { isKubernetesNotFound, kubernetesStatusOf, vpcNamespace } from '@pier/kit';
 import { kubernetesApiConfiguration } from '@pier/kit/kubernetes';
 import type { WorkloadRef } from '../domain/cluster-port.ts';
 import type { LogLine, LogReplica, LogSource, RecentOptions } from '../domain/logs/log-port.ts';
@@ -38,9 +38,9 @@ function podOf(replica: LogReplica): { namespace: string; name: string } {
   return { namespace, name };
 }
 
+/** The pod is gone (404), or the API server will not read its container's log any more (400). */
 function isGone(err: unknown): boolean {
-  const code = (err as { code?: number })?.code;
-  return code === 404 || code === 400;
+  return isKubernetesNotFound(err) || kubernetesStatusOf(err) === 400;
 }
 
 export class KubernetesLogSource implements LogSource {

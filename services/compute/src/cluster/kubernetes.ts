@@ -2,8 +2,8 @@ import { type KubeConfig, KubernetesObjectApi, PatchStrategy, VersionApi, type K
 // Not re-exported by the package root; the generic object API serializes bodies through it.
 import { observed, type ClusterCallObserver } from './call-metrics.ts';
 import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
-import { UnavailableError, vpcNamespace, type Logger } from '@pier/kit';
-import { isRefusedApply, kubeConfigFrom, kubernetesApiConfiguration } from '@pier/kit/kubernetes';
+import { clusterUnavailable, isKubernetesNotFound, kubernetesFault, vpcNamespace, type Logger } from '@pier/kit';
+import { kubeConfigFrom, kubernetesApiConfiguration } from '@pier/kit/kubernetes';
 import {
   WorkloadRejectedError,
   type ClusterPort,
@@ -43,32 +43,12 @@ const FAILING_REASONS = new Set([
   'RunContainerError',
 ]);
 
-const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE']);
-
 /** API failures in our terms: unreachable (or a 5xx) is the caller's 503; a refusal is the workload's. */
 export function kubernetesError(err: unknown, what: string): Error {
-  const e = err as { code?: number | string; body?: unknown; message?: string; cause?: { code?: string } };
-  const netCode = typeof e?.code === 'string' ? e.code : e?.cause?.code;
-  if (netCode && UNREACHABLE.has(netCode)) return new UnavailableError(`the cluster cannot be reached (kubernetes: ${netCode})`, 'cluster_unavailable');
-  if (typeof e?.code === 'number') {
-    if ((e.code >= 500 && !isRefusedApply(err)) || e.code === 429)
-      return new UnavailableError(`the cluster is not answering (kubernetes ${what}: ${e.code})`, 'cluster_unavailable');
-    let detail = e.message ?? '';
-    try {
-      const body = typeof e.body === 'string' ? JSON.parse(e.body) : e.body;
-      if (body && typeof body === 'object' && 'message' in body) detail = String((body as { message: unknown }).message);
-    } catch {
-      // not JSON: keep the message
-    }
-    return new WorkloadRejectedError(`kubernetes ${what}: ${detail}`);
-  }
-  if (
-    /fetch failed|socket hang up|ECONNREFUSED|network|abort|timeout/i.test(e?.message ?? '') ||
-    (err as Error)?.name === 'AbortError' ||
-    (err as Error)?.name === 'TimeoutError'
-  ) {
-    return new UnavailableError(`the cluster cannot be reached (kubernetes: ${e?.message})`, 'cluster_unavailable');
-  }
+  const fault = kubernetesFault(err);
+  if (fault?.kind === 'unreachable') return clusterUnavailable(`the cluster cannot be reached (kubernetes: ${fault.detail})`);
+  if (fault?.kind === 'failed') return clusterUnavailable(`the cluster is not answering (kubernetes ${what}: ${fault.status})`);
+  if (fault) return new WorkloadRejectedError(`kubernetes ${what}: ${fault.reason}`);
   return err instanceof Error ? err : new Error(String(err));
 }
 
@@ -76,10 +56,6 @@ export function kubernetesError(err: unknown, what: string): Error {
 export function modelTypeOf(m: Manifest): string {
   const version = m.apiVersion.split('/').pop()!;
   return `${version.charAt(0).toUpperCase()}${version.slice(1)}${m.kind}`;
-}
-
-function isNotFound(err: unknown): boolean {
-  return (err as { code?: number })?.code === 404;
 }
 
 function podUnit(pod: V1Pod): ReplicaUnit {
@@ -154,7 +130,7 @@ export async function deleteObject(objects: KubernetesObjectApi, namespace: stri
     );
     return true;
   } catch (err) {
-    if (!isNotFound(err)) throw kubernetesError(err, `delete ${o.kind}/${o.name}`);
+    if (!isKubernetesNotFound(err)) throw kubernetesError(err, `delete ${o.kind}/${o.name}`);
     return false;
   }
 }

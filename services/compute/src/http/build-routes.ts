@@ -1,9 +1,19 @@
 import { z } from 'zod';
-import { defineRoute, pageQuery, queryFlag, type Route, type ServerSentEvent } from '@pier/kit';
+import {
+  defineRoute,
+  pageQuery,
+  queryFlag,
+  vpcScope,
+  listOf,
+  errorResponses,
+  FORBIDDEN_DESCRIPTION,
+  listBody,
+  type Route,
+  type ServerSentEvent,
+} from '@pier/kit';
 import { buildLog, cancelBuild, createGitBuild, createUploadBuild, followBuild, getBuild, listBuilds } from '../domain/builds/builds.ts';
 import type { ComputeContext } from '../domain/context.ts';
-import { BASE, scope, serviceParams } from './service-routes.ts';
-import { listOf } from './shapes.ts';
+import { BASE, serviceParams } from './service-routes.ts';
 import { buildJson, buildLogSchema, buildSchema } from './build-shapes.ts';
 
 const buildParams = serviceParams.extend({ buildID: z.string() });
@@ -14,13 +24,13 @@ const options = {
   context_dir: z.string().max(1024).optional().describe('The build context, relative to the root of the source (default `.`)'),
 };
 
-const errors = {
-  400: { description: 'Invalid input; `field` names the offending field (`repo_url` for a refused URL, `archive` for a refused archive)' },
-  403: { description: 'insufficient workspace permissions' },
-  404: { description: 'Service (or build) not found' },
-  409: { description: 'The service is being deleted' },
-  503: { description: 'Builds are not available on this cluster (`builds_unavailable`)' },
-};
+const errors = errorResponses({
+  400: 'Invalid input; `field` names the offending field (`repo_url` for a refused URL, `archive` for a refused archive)',
+  403: FORBIDDEN_DESCRIPTION,
+  404: 'Service (or build) not found',
+  409: 'The service is being deleted',
+  503: 'Builds are not available on this cluster (`builds_unavailable`)',
+});
 
 const queued = { description: 'The build, `queued`; it starts when its workspace runs fewer builds than the limit', schema: buildSchema };
 
@@ -40,8 +50,8 @@ export function buildRoutes(ctx: ComputeContext): Route[] {
         404: errors[404],
       },
       handler: async ({ params, query }) => {
-        const page = await listBuilds(ctx, scope(params), params.serviceID, query);
-        return { status: 200, body: { items: page.items.map(buildJson), next_cursor: page.nextCursor } };
+        const page = await listBuilds(ctx, vpcScope(params), params.serviceID, query);
+        return { status: 200, body: listBody(page, buildJson) };
       },
     }),
     defineRoute({
@@ -58,7 +68,7 @@ export function buildRoutes(ctx: ComputeContext): Route[] {
         deploy: z.boolean().optional().describe('Deploy the image once built (default true)'),
       }),
       responses: { 202: queued, ...errors },
-      handler: async ({ params, body }) => ({ status: 202, body: buildJson(await createGitBuild(ctx, scope(params), params.serviceID, body)) }),
+      handler: async ({ params, body }) => ({ status: 202, body: buildJson(await createGitBuild(ctx, vpcScope(params), params.serviceID, body)) }),
     }),
     defineRoute({
       method: 'post',
@@ -81,7 +91,7 @@ export function buildRoutes(ctx: ComputeContext): Route[] {
       },
       handler: async ({ params, query, stream }) => ({
         status: 202,
-        body: buildJson(await createUploadBuild(ctx, scope(params), params.serviceID, query, stream!)),
+        body: buildJson(await createUploadBuild(ctx, vpcScope(params), params.serviceID, query, stream!)),
       }),
     }),
     defineRoute({
@@ -92,7 +102,7 @@ export function buildRoutes(ctx: ComputeContext): Route[] {
       access: 'Member',
       params: buildParams,
       responses: { 200: { description: 'The build', schema: buildSchema }, 404: errors[404] },
-      handler: async ({ params }) => ({ status: 200, body: buildJson(await getBuild(ctx, scope(params), params.serviceID, params.buildID)) }),
+      handler: async ({ params }) => ({ status: 200, body: buildJson(await getBuild(ctx, vpcScope(params), params.serviceID, params.buildID)) }),
     }),
     defineRoute({
       method: 'get',
@@ -110,7 +120,7 @@ export function buildRoutes(ctx: ComputeContext): Route[] {
       },
       handler: async ({ params, query, signal }) => {
         if (query.follow) {
-          const build = await getBuild(ctx, scope(params), params.serviceID, params.buildID);
+          const build = await getBuild(ctx, vpcScope(params), params.serviceID, params.buildID);
           async function* events(): AsyncIterable<ServerSentEvent> {
             for await (const item of followBuild(ctx, build, signal)) {
               yield item.kind === 'log' ? { event: 'log', data: { text: item.text } } : { event: 'status', data: buildJson(item.build) };
@@ -118,7 +128,7 @@ export function buildRoutes(ctx: ComputeContext): Route[] {
           }
           return { status: 200, events: events() };
         }
-        const { build, log } = await buildLog(ctx, scope(params), params.serviceID, params.buildID);
+        const { build, log } = await buildLog(ctx, vpcScope(params), params.serviceID, params.buildID);
         return { status: 200, body: { build_id: build.id, status: build.status, log } };
       },
     }),
@@ -135,7 +145,7 @@ export function buildRoutes(ctx: ComputeContext): Route[] {
         404: errors[404],
         409: { description: 'The build already finished (`build_finished`) or is deploying its image (`build_deploying`)' },
       },
-      handler: async ({ params }) => ({ status: 202, body: buildJson(await cancelBuild(ctx, scope(params), params.serviceID, params.buildID)) }),
+      handler: async ({ params }) => ({ status: 202, body: buildJson(await cancelBuild(ctx, vpcScope(params), params.serviceID, params.buildID)) }),
     }),
   ];
 }

@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { defineRoute, pageQuery, type Route } from '@pier/kit';
+import { defineRoute, pageQuery, vpcScope, errorResponses, FORBIDDEN_DESCRIPTION, type Route } from '@pier/kit';
 import type { ComputeContext } from '../domain/context.ts';
 import { listBackups, takeBackup } from '../domain/disk-backups/disk-backups.ts';
 import { restoreBackup } from '../domain/disk-backups/disk-restore.ts';
 import { deleteSchedule, putSchedule, RETENTION_COUNT } from '../domain/disk-backups/backup-schedule.ts';
-import { BASE, scope, serviceParams } from './service-routes.ts';
+import { BASE, serviceParams } from './service-routes.ts';
 import { serviceJson } from './shapes.ts';
 import {
   diskBackupJson,
@@ -21,16 +21,13 @@ import {
 
 const BACKUPS = `${BASE}/{serviceID}/backups`;
 
-const errors = {
-  400: { description: 'Invalid input; `field` names the offending field' },
-  403: { description: 'insufficient workspace permissions' },
-  404: { description: 'Service (or backup) not found' },
-  409: {
-    description:
-      'The service has no disk (`no_disk`), is not deployed yet (`not_deployed`), a backup or restore of it is running (`backup_in_progress`, `restore_in_progress`), the backup is not completed (`backup_not_completed`), or the service is being deleted',
-  },
-  503: { description: 'The cluster cannot be reached' },
-};
+const errors = errorResponses({
+  400: 'Invalid input; `field` names the offending field',
+  403: FORBIDDEN_DESCRIPTION,
+  404: 'Service (or backup) not found',
+  409: 'The service has no disk (`no_disk`), is not deployed yet (`not_deployed`), a backup or restore of it is running (`backup_in_progress`, `restore_in_progress`), the backup is not completed (`backup_not_completed`), or the service is being deleted',
+  503: 'The cluster cannot be reached',
+});
 
 const retention = `Completed scheduled backups kept, ${RETENTION_COUNT.min}-${RETENTION_COUNT.max} (default ${RETENTION_COUNT.default}); older ones are deleted`;
 
@@ -50,7 +47,7 @@ export function diskBackupRoutes(ctx: ComputeContext): Route[] {
         404: errors[404],
       },
       handler: async ({ params, query }) => {
-        const view = await listBackups(ctx, scope(params), params.serviceID, query);
+        const view = await listBackups(ctx, vpcScope(params), params.serviceID, query);
         return {
           status: 200,
           body: {
@@ -70,7 +67,7 @@ export function diskBackupRoutes(ctx: ComputeContext): Route[] {
       access: 'Admin',
       params: serviceParams,
       responses: { 202: { description: 'The backup, `running`', schema: diskBackupSchema }, ...errors },
-      handler: async ({ params }) => ({ status: 202, body: diskBackupJson(await takeBackup(ctx, scope(params), params.serviceID)) }),
+      handler: async ({ params }) => ({ status: 202, body: diskBackupJson(await takeBackup(ctx, vpcScope(params), params.serviceID)) }),
     }),
     defineRoute({
       method: 'post',
@@ -82,7 +79,7 @@ export function diskBackupRoutes(ctx: ComputeContext): Route[] {
       body: z.strictObject({ backup_id: z.string().min(1).max(100).describe('A completed backup of this service') }),
       responses: { 202: { description: 'The service (`restoring`) and the restore (`running`)', schema: diskRestoreResultSchema }, ...errors },
       handler: async ({ params, body }) => {
-        const { service, restore } = await restoreBackup(ctx, scope(params), params.serviceID, body.backup_id);
+        const { service, restore } = await restoreBackup(ctx, vpcScope(params), params.serviceID, body.backup_id);
         return { status: 202, body: { service: serviceJson(service, ctx.edge), restore: diskRestoreJson(restore) } };
       },
     }),
@@ -98,7 +95,7 @@ export function diskBackupRoutes(ctx: ComputeContext): Route[] {
         retention_count: z.int().min(RETENTION_COUNT.min).max(RETENTION_COUNT.max).optional().describe(retention),
       }),
       responses: { 200: { description: 'The schedule, with its next run', schema: diskBackupScheduleSchema }, ...errors },
-      handler: async ({ params, body }) => ({ status: 200, body: diskBackupScheduleJson(await putSchedule(ctx, scope(params), params.serviceID, body)) }),
+      handler: async ({ params, body }) => ({ status: 200, body: diskBackupScheduleJson(await putSchedule(ctx, vpcScope(params), params.serviceID, body)) }),
     }),
     defineRoute({
       method: 'delete',
@@ -109,7 +106,7 @@ export function diskBackupRoutes(ctx: ComputeContext): Route[] {
       params: serviceParams,
       responses: { 204: { description: 'Removed' }, 403: errors[403], 404: { description: 'Service not found, or it has no schedule (`schedule_not_found`)' } },
       handler: async ({ params }) => {
-        await deleteSchedule(ctx, scope(params), params.serviceID);
+        await deleteSchedule(ctx, vpcScope(params), params.serviceID);
         return { status: 204 };
       },
     }),

@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { defineRoute, type Route } from '@pier/kit';
+import { defineRoute, vpcScope, FORBIDDEN_DESCRIPTION, type Route } from '@pier/kit';
 import { putEnvBody } from '../domain/env/env-input.ts';
 import { deleteEnvVar, getEnv, putEnv } from '../domain/env/env.ts';
 import type { ComputeContext } from '../domain/context.ts';
-import { BASE, scope, serviceParams } from './service-routes.ts';
+import { BASE, serviceParams } from './service-routes.ts';
 import { deploymentJson, envSchema, envVarJson } from './shapes.ts';
 
 export function envRoutes(ctx: ComputeContext): Route[] {
@@ -16,7 +16,7 @@ export function envRoutes(ctx: ComputeContext): Route[] {
       access: 'Member',
       params: serviceParams,
       responses: { 200: { description: 'The full list, in order', schema: envSchema }, 404: { description: 'Service not found' } },
-      handler: async ({ params }) => ({ status: 200, body: { variables: (await getEnv(ctx, scope(params), params.serviceID)).map(envVarJson) } }),
+      handler: async ({ params }) => ({ status: 200, body: { variables: (await getEnv(ctx, vpcScope(params), params.serviceID)).map(envVarJson) } }),
     }),
     defineRoute({
       method: 'put',
@@ -29,12 +29,12 @@ export function envRoutes(ctx: ComputeContext): Route[] {
       responses: {
         200: { description: 'The list as stored, and the rollout it started (null before a first deploy)', schema: envSchema },
         400: { description: 'Invalid entry, or a reference to an unknown secret or key' },
-        403: { description: 'insufficient workspace permissions' },
+        403: { description: FORBIDDEN_DESCRIPTION },
         404: { description: 'Service not found' },
         503: { description: 'The cluster or the secrets service cannot be reached; nothing was written' },
       },
       handler: async ({ params, body }) => {
-        const r = await putEnv(ctx, scope(params), params.serviceID, body);
+        const r = await putEnv(ctx, vpcScope(params), params.serviceID, body);
         return { status: 200, body: { variables: r.variables.map(envVarJson), deployment: r.deployment ? deploymentJson(r.deployment) : null } };
       },
     }),
@@ -47,12 +47,12 @@ export function envRoutes(ctx: ComputeContext): Route[] {
       params: serviceParams.extend({ envVarID: z.string() }),
       responses: {
         204: { description: 'Removed' },
-        403: { description: 'insufficient workspace permissions' },
+        403: { description: FORBIDDEN_DESCRIPTION },
         404: { description: 'Service or variable not found' },
         503: { description: 'The cluster cannot be reached; nothing was written' },
       },
       handler: async ({ params }) => {
-        await deleteEnvVar(ctx, scope(params), params.serviceID, params.envVarID);
+        await deleteEnvVar(ctx, vpcScope(params), params.serviceID, params.envVarID);
         return { status: 204 };
       },
     }),

@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { defineUpgrade, queryFlag, queryList, type UpgradeRoute } from '@pier/kit';
+import { defineUpgrade, queryFlag, queryList, vpcScope, type UpgradeRoute } from '@pier/kit';
 import type { RawData, WebSocket } from 'ws';
 import { prepareShell, ShellSession, type PreparedShell, type ShellLimits } from '../domain/exec/exec.ts';
 import type { ComputeContext } from '../domain/context.ts';
-import { BASE, scope, serviceParams } from './service-routes.ts';
+import { BASE, serviceParams } from './service-routes.ts';
 
 // The shell's wire protocol. Binary frames are bytes: stdin from the client, output from the
 // server. Text frames are JSON control messages:
@@ -138,7 +138,7 @@ export function execRoutes(ctx: ComputeContext, limits: ShellLimits): UpgradeRou
         503: { description: 'The cluster cannot be reached' },
       },
       accept: async ({ params, query }): Promise<PreparedShell & { size?: { cols: number; rows: number } }> => {
-        const prepared = await prepareShell(ctx, scope(params), params.serviceID, { command: query.command, replica: query.replica, tty: query.tty });
+        const prepared = await prepareShell(ctx, vpcScope(params), params.serviceID, { command: query.command, replica: query.replica, tty: query.tty });
         return { ...prepared, ...(query.cols && query.rows ? { size: { cols: query.cols, rows: query.rows } } : {}) };
       },
       connected: (ws, prepared, { identity, log }) => {

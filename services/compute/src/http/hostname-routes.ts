@@ -1,26 +1,22 @@
 import { z } from 'zod';
-import { defineRoute, pageQuery, type Route } from '@pier/kit';
+import { defineRoute, pageQuery, vpcScope, listOf, errorResponses, FORBIDDEN_DESCRIPTION, type Route } from '@pier/kit';
 import type { ComputeContext } from '../domain/context.ts';
 import { addHostname, isApex, listHostnames, removeHostname, verifyHostname } from '../domain/hostnames/hostnames.ts';
 import type { Hostname } from '../domain/hostnames/hostname-store-port.ts';
 import { serviceHost } from '../domain/hostnames/hostname-format.ts';
 import type { Service } from '../domain/records.ts';
-import { BASE, scope, serviceParams } from './service-routes.ts';
-import { listOf } from './shapes.ts';
+import { BASE, serviceParams } from './service-routes.ts';
 import { hostnameJson, hostnameSchema } from './hostname-shapes.ts';
 
 const DOMAINS = `${BASE}/{serviceID}/domains`;
 const domainParams = serviceParams.extend({ domainID: z.string() });
 
-const errors = {
-  400: {
-    description:
-      "Invalid hostname (`field`: `hostname`): not a fully qualified name, a wildcard (`wildcard_not_supported`), or under the platform's apps domain (`reserved_hostname`)",
-  },
-  403: { description: 'insufficient workspace permissions' },
-  404: { description: 'Service or domain not found' },
-  503: { description: 'The edge (or the DNS resolvers) cannot be reached, or the edge is turned off; nothing was changed' },
-};
+const errors = errorResponses({
+  400: "Invalid hostname (`field`: `hostname`): not a fully qualified name, a wildcard (`wildcard_not_supported`), or under the platform's apps domain (`reserved_hostname`)",
+  403: FORBIDDEN_DESCRIPTION,
+  404: 'Service or domain not found',
+  503: 'The edge (or the DNS resolvers) cannot be reached, or the edge is turned off; nothing was changed',
+});
 
 /** The JSON of domains of one service: the edge's addresses are asked once, and only for an apex. */
 async function render(ctx: ComputeContext, service: Service, domains: Hostname[]) {
@@ -45,7 +41,7 @@ export function hostnameRoutes(ctx: ComputeContext): Route[] {
         404: errors[404],
       },
       handler: async ({ params, query }) => {
-        const { service, page } = await listHostnames(ctx, scope(params), params.serviceID, query);
+        const { service, page } = await listHostnames(ctx, vpcScope(params), params.serviceID, query);
         return { status: 200, body: { items: await render(ctx, service, page.items), next_cursor: page.nextCursor } };
       },
     }),
@@ -71,7 +67,7 @@ export function hostnameRoutes(ctx: ComputeContext): Route[] {
         },
       },
       handler: async ({ params, body }) => {
-        const { service, domain } = await addHostname(ctx, scope(params), params.serviceID, body);
+        const { service, domain } = await addHostname(ctx, vpcScope(params), params.serviceID, body);
         return { status: 201, body: (await render(ctx, service, [domain]))[0]! };
       },
     }),
@@ -90,7 +86,7 @@ export function hostnameRoutes(ctx: ComputeContext): Route[] {
         409: { description: 'Another service verified the hostname first (`hostname_taken`); the service is being deleted' },
       },
       handler: async ({ params }) => {
-        const { service, domain } = await verifyHostname(ctx, scope(params), params.serviceID, params.domainID);
+        const { service, domain } = await verifyHostname(ctx, vpcScope(params), params.serviceID, params.domainID);
         return { status: 200, body: (await render(ctx, service, [domain]))[0]! };
       },
     }),
@@ -103,7 +99,7 @@ export function hostnameRoutes(ctx: ComputeContext): Route[] {
       params: domainParams,
       responses: { 204: { description: 'Detached' }, 403: errors[403], 404: errors[404], 503: errors[503] },
       handler: async ({ params }) => {
-        await removeHostname(ctx, scope(params), params.serviceID, params.domainID);
+        await removeHostname(ctx, vpcScope(params), params.serviceID, params.domainID);
         return { status: 204 };
       },
     }),

@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { defineRoute, queryFlag, type Route, type ServerSentEvent } from '@pier/kit';
+import { defineRoute, queryFlag, vpcScope, listOf, errorResponses, listBody, type Route, type ServerSentEvent } from '@pier/kit';
 import type { ComputeContext } from '../domain/context.ts';
 import { followLogs, logHistory, recentLogs, type FollowEvent } from '../domain/logs/logs.ts';
 import { DEFAULT_LOG_LIMIT, MAX_LOG_LIMIT, MAX_SEARCH_LENGTH, REPLICA_PATTERN } from '../domain/logs/log-query.ts';
-import { BASE, scope, serviceParams } from './service-routes.ts';
-import { listOf, logLineJson, logLineSchema } from './shapes.ts';
+import { BASE, serviceParams } from './service-routes.ts';
+import { logLineJson, logLineSchema } from './shapes.ts';
 
 const LIMIT_RULE = `must be an integer from 1 to ${MAX_LOG_LIMIT}`;
 const TIME_RULE = 'an ISO 8601 time (2025-05-01T12:00:00Z), or a duration back from now (15m, 2h, 1h30m, 7d)';
@@ -53,11 +53,11 @@ const historyQuery = z.object({
     .describe('`next_cursor` of the previous page'),
 });
 
-const errors = {
-  400: { description: 'Invalid query; `field` names the parameter' },
-  404: { description: 'Service not found' },
-  503: { description: 'The cluster cannot be reached' },
-};
+const errors = errorResponses({
+  400: 'Invalid query; `field` names the parameter',
+  404: 'Service not found',
+  503: 'The cluster cannot be reached',
+});
 
 async function* serverSentEvents(events: AsyncIterable<FollowEvent>): AsyncIterable<ServerSentEvent> {
   for await (const e of events) {
@@ -79,8 +79,8 @@ export function logRoutes(ctx: ComputeContext): Route[] {
       responses: { 200: { description: 'The lines (or, with follow=true, an event stream)', schema: z.object({ items: z.array(logLineSchema) }) }, ...errors },
       handler: async ({ params, query, signal }) => {
         const q = { limit: query.limit, replica: query.replica, since: query.since };
-        if (query.follow) return { status: 200, events: serverSentEvents(await followLogs(ctx, scope(params), params.serviceID, q, signal)) };
-        return { status: 200, body: { items: (await recentLogs(ctx, scope(params), params.serviceID, q)).map(logLineJson) } };
+        if (query.follow) return { status: 200, events: serverSentEvents(await followLogs(ctx, vpcScope(params), params.serviceID, q, signal)) };
+        return { status: 200, body: { items: (await recentLogs(ctx, vpcScope(params), params.serviceID, q)).map(logLineJson) } };
       },
     }),
     defineRoute({
@@ -93,8 +93,8 @@ export function logRoutes(ctx: ComputeContext): Route[] {
       query: historyQuery,
       responses: { 200: { description: 'A page of lines', schema: listOf(logLineSchema) }, 400: errors[400], 404: errors[404] },
       handler: async ({ params, query }) => {
-        const page = await logHistory(ctx, scope(params), params.serviceID, query);
-        return { status: 200, body: { items: page.items.map(logLineJson), next_cursor: page.nextCursor } };
+        const page = await logHistory(ctx, vpcScope(params), params.serviceID, query);
+        return { status: 200, body: listBody(page, logLineJson) };
       },
     }),
   ];

@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { defineRoute, pageQuery, type Route } from '@pier/kit';
+import { defineRoute, pageQuery, vpcScope, listOf, FORBIDDEN_DESCRIPTION, listBody, type Route } from '@pier/kit';
 import { deploy, listDeployments, restart, rollback } from '../domain/services/deployments.ts';
 import type { ComputeContext } from '../domain/context.ts';
-import { BASE, scope, serviceParams } from './service-routes.ts';
-import { deploymentJson, deploymentSchema, listOf, rolloutSchema, serviceJson } from './shapes.ts';
+import { BASE, serviceParams } from './service-routes.ts';
+import { deploymentJson, deploymentSchema, rolloutSchema, serviceJson } from './shapes.ts';
 import type { RolloutResult } from '../domain/services/rollouts.ts';
 
 const accepted = (ctx: ComputeContext, r: RolloutResult) => ({
@@ -17,7 +17,7 @@ const responses = {
     schema: rolloutSchema,
   },
   400: { description: 'Invalid input' },
-  403: { description: 'insufficient workspace permissions' },
+  403: { description: FORBIDDEN_DESCRIPTION },
   404: { description: 'Service (or deployment) not found' },
   409: { description: 'The service is being deleted, or has nothing to restart' },
   503: { description: 'The cluster or the secrets service cannot be reached; nothing was written' },
@@ -34,7 +34,7 @@ export function rolloutRoutes(ctx: ComputeContext): Route[] {
       params: serviceParams,
       body: z.strictObject({ image_tag: z.string().min(1).max(512) }),
       responses,
-      handler: async ({ params, body }) => accepted(ctx, await deploy(ctx, scope(params), params.serviceID, body.image_tag)),
+      handler: async ({ params, body }) => accepted(ctx, await deploy(ctx, vpcScope(params), params.serviceID, body.image_tag)),
     }),
     defineRoute({
       method: 'post',
@@ -44,7 +44,7 @@ export function rolloutRoutes(ctx: ComputeContext): Route[] {
       access: 'Admin',
       params: serviceParams,
       responses,
-      handler: async ({ params }) => accepted(ctx, await restart(ctx, scope(params), params.serviceID)),
+      handler: async ({ params }) => accepted(ctx, await restart(ctx, vpcScope(params), params.serviceID)),
     }),
     defineRoute({
       method: 'post',
@@ -55,7 +55,7 @@ export function rolloutRoutes(ctx: ComputeContext): Route[] {
       params: serviceParams,
       body: z.strictObject({ deployment_id: z.string().min(1) }),
       responses,
-      handler: async ({ params, body }) => accepted(ctx, await rollback(ctx, scope(params), params.serviceID, body.deployment_id)),
+      handler: async ({ params, body }) => accepted(ctx, await rollback(ctx, vpcScope(params), params.serviceID, body.deployment_id)),
     }),
     defineRoute({
       method: 'get',
@@ -71,8 +71,8 @@ export function rolloutRoutes(ctx: ComputeContext): Route[] {
         404: responses[404],
       },
       handler: async ({ params, query }) => {
-        const page = await listDeployments(ctx, scope(params), params.serviceID, query);
-        return { status: 200, body: { items: page.items.map(deploymentJson), next_cursor: page.nextCursor } };
+        const page = await listDeployments(ctx, vpcScope(params), params.serviceID, query);
+        return { status: 200, body: listBody(page, deploymentJson) };
       },
     }),
   ];

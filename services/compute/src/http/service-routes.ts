@@ -1,25 +1,22 @@
 import { z } from 'zod';
-import { NotFoundError, defineRoute, pageQuery, type Route } from '@pier/kit';
+import { NotFoundError, defineRoute, pageQuery, vpcScope, listOf, vpcPathParams, errorResponses, FORBIDDEN_DESCRIPTION, listBody, type Route } from '@pier/kit';
 import { createServiceBody, patchServiceBody } from '../domain/services/service-config.ts';
 import { createService, deleteService, getService, listServices, updateService } from '../domain/services/services.ts';
 import type { ComputeContext } from '../domain/context.ts';
-import { listOf, serviceJson, serviceSchema } from './shapes.ts';
+import { serviceJson, serviceSchema } from './shapes.ts';
 
 export const BASE = '/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services';
 /** How many cluster API requests a read made: the benchmark checks that a list makes one. */
 export const CLUSTER_CALLS_HEADER = 'x-pier-cluster-calls';
 
-export const vpcParams = z.object({ workspaceID: z.string(), vpcID: z.string() });
-export const serviceParams = vpcParams.extend({ serviceID: z.string() });
+export const serviceParams = vpcPathParams.extend({ serviceID: z.string() });
 
-export const scope = (p: { workspaceID: string; vpcID: string }) => ({ workspaceId: p.workspaceID, vpcId: p.vpcID });
-
-const errors = {
-  400: { description: 'Invalid input; `field` names the offending field' },
-  403: { description: 'insufficient workspace permissions' },
-  404: { description: 'Service not found' },
-  503: { description: 'The cluster (or the secrets service) cannot be reached; nothing was written' },
-};
+const errors = errorResponses({
+  400: 'Invalid input; `field` names the offending field',
+  403: FORBIDDEN_DESCRIPTION,
+  404: 'Service not found',
+  503: 'The cluster (or the secrets service) cannot be reached; nothing was written',
+});
 
 export function serviceRoutes(ctx: ComputeContext): Route[] {
   return [
@@ -29,7 +26,7 @@ export function serviceRoutes(ctx: ComputeContext): Route[] {
       summary: 'List services in the VPC with live status (deleted ones excluded)',
       tag: 'services',
       access: 'Member',
-      params: vpcParams,
+      params: vpcPathParams,
       query: pageQuery,
       responses: {
         200: { description: 'A page of services', schema: listOf(serviceSchema) },
@@ -37,10 +34,10 @@ export function serviceRoutes(ctx: ComputeContext): Route[] {
         503: errors[503],
       },
       handler: async ({ params, query }) => {
-        const page = await listServices(ctx, scope(params), query);
+        const page = await listServices(ctx, vpcScope(params), query);
         return {
           status: 200,
-          body: { items: page.items.map((s) => serviceJson(s, ctx.edge)), next_cursor: page.nextCursor },
+          body: listBody(page, (s) => serviceJson(s, ctx.edge)),
           headers: { [CLUSTER_CALLS_HEADER]: String(page.clusterCalls) },
         };
       },
@@ -51,7 +48,7 @@ export function serviceRoutes(ctx: ComputeContext): Route[] {
       summary: 'Create a service (with `image`, its first deployment starts at once)',
       tag: 'services',
       access: 'Admin',
-      params: vpcParams,
+      params: vpcPathParams,
       body: createServiceBody,
       responses: {
         201: { description: 'The service', schema: serviceSchema },
@@ -60,10 +57,10 @@ export function serviceRoutes(ctx: ComputeContext): Route[] {
         409: { description: 'A service of that name exists in the VPC' },
         503: errors[503],
       },
-      handler: async ({ params, body }) => ({ status: 201, body: serviceJson(await createService(ctx, scope(params), body), ctx.edge) }),
+      handler: async ({ params, body }) => ({ status: 201, body: serviceJson(await createService(ctx, vpcScope(params), body), ctx.edge) }),
       // A dead attempt's unfinished service was removed by the reconciler's first pass.
       replay: async ({ params }, id) => {
-        const made = await getService(ctx, scope(params), id).catch((err: unknown) => {
+        const made = await getService(ctx, vpcScope(params), id).catch((err: unknown) => {
           if (err instanceof NotFoundError) return undefined;
           throw err;
         });
@@ -79,7 +76,7 @@ export function serviceRoutes(ctx: ComputeContext): Route[] {
       params: serviceParams,
       responses: { 200: { description: 'The service', schema: serviceSchema }, 404: errors[404], 503: errors[503] },
       handler: async ({ params }) => {
-        const { service, clusterCalls } = await getService(ctx, scope(params), params.serviceID);
+        const { service, clusterCalls } = await getService(ctx, vpcScope(params), params.serviceID);
         return { status: 200, body: serviceJson(service, ctx.edge), headers: { [CLUSTER_CALLS_HEADER]: String(clusterCalls) } };
       },
     }),
@@ -92,7 +89,7 @@ export function serviceRoutes(ctx: ComputeContext): Route[] {
       params: serviceParams,
       body: patchServiceBody,
       responses: { 200: { description: 'The service', schema: serviceSchema }, 400: errors[400], 403: errors[403], 404: errors[404], 503: errors[503] },
-      handler: async ({ params, body }) => ({ status: 200, body: serviceJson(await updateService(ctx, scope(params), params.serviceID, body), ctx.edge) }),
+      handler: async ({ params, body }) => ({ status: 200, body: serviceJson(await updateService(ctx, vpcScope(params), params.serviceID, body), ctx.edge) }),
     }),
     defineRoute({
       method: 'delete',
@@ -108,7 +105,7 @@ export function serviceRoutes(ctx: ComputeContext): Route[] {
         409: { description: 'The service is already deleted (`service_deleted`)' },
         503: errors[503],
       },
-      handler: async ({ params }) => ({ status: 202, body: serviceJson(await deleteService(ctx, scope(params), params.serviceID), ctx.edge) }),
+      handler: async ({ params }) => ({ status: 202, body: serviceJson(await deleteService(ctx, vpcScope(params), params.serviceID), ctx.edge) }),
     }),
   ];
 }

@@ -62,7 +62,6 @@ export const envVarSchema = z.union([
   z.object({ id: z.string(), key: z.string(), secret_id: z.string(), secret_key: z.string() }),
 ]);
 
-export const listOf = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item), next_cursor: z.string().nullable() });
 export const rolloutSchema = z.object({ service: serviceSchema, deployment: deploymentSchema });
 export const envSchema = z.object({ variables: z.array(envVarSchema), deployment: deploymentSchema.nullable().optional() });
 

@@ -1,18 +1,18 @@
-import { defineRoute, type Route } from '@pier/kit';
+import { defineRoute, vpcScope, errorResponses, FORBIDDEN_DESCRIPTION, type Route } from '@pier/kit';
 import type { ComputeContext } from '../domain/context.ts';
 import { disableUptime, enableUptime, getUptime } from '../domain/uptime/uptime.ts';
 import { enableUptimeBody } from '../domain/uptime/uptime-input.ts';
-import { BASE, scope, serviceParams } from './service-routes.ts';
+import { BASE, serviceParams } from './service-routes.ts';
 import { uptimeJson, uptimeSchema } from './uptime-shapes.ts';
 
 const UPTIME = `${BASE}/{serviceID}/uptime`;
 
-const errors = {
-  400: { description: 'Invalid settings; `field` names the offending field' },
-  403: { description: 'insufficient workspace permissions' },
-  404: { description: 'Service not found' },
-  409: { description: 'The service is being deleted, or cannot be checked over HTTP (`not_a_web_service`, `no_port`)' },
-};
+const errors = errorResponses({
+  400: 'Invalid settings; `field` names the offending field',
+  403: FORBIDDEN_DESCRIPTION,
+  404: 'Service not found',
+  409: 'The service is being deleted, or cannot be checked over HTTP (`not_a_web_service`, `no_port`)',
+});
 
 export function uptimeRoutes(ctx: ComputeContext): Route[] {
   return [
@@ -24,7 +24,7 @@ export function uptimeRoutes(ctx: ComputeContext): Route[] {
       access: 'Member',
       params: serviceParams,
       responses: { 200: { description: 'The monitor (`enabled: false` and nulls when monitoring is off)', schema: uptimeSchema }, 404: errors[404] },
-      handler: async ({ params }) => ({ status: 200, body: uptimeJson(await getUptime(ctx, scope(params), params.serviceID)) }),
+      handler: async ({ params }) => ({ status: 200, body: uptimeJson(await getUptime(ctx, vpcScope(params), params.serviceID)) }),
     }),
     defineRoute({
       method: 'post',
@@ -40,7 +40,7 @@ export function uptimeRoutes(ctx: ComputeContext): Route[] {
         ...errors,
       },
       handler: async ({ params, body }) => {
-        const { view, created } = await enableUptime(ctx, scope(params), params.serviceID, body);
+        const { view, created } = await enableUptime(ctx, vpcScope(params), params.serviceID, body);
         return { status: created ? 201 : 200, body: uptimeJson(view) };
       },
     }),
@@ -53,7 +53,7 @@ export function uptimeRoutes(ctx: ComputeContext): Route[] {
       params: serviceParams,
       responses: { 204: { description: 'Monitoring is off' }, 403: errors[403], 404: errors[404], 409: { description: 'The service is being deleted' } },
       handler: async ({ params }) => {
-        await disableUptime(ctx, scope(params), params.serviceID);
+        await disableUptime(ctx, vpcScope(params), params.serviceID);
         return { status: 204 };
       },
     }),

@@ -1,4 +1,4 @@
-import { ConflictError, keysetPage, mapPage, translatePgError, writeEvent, type Knex, type Page, type PageRequest, type PierEvent } from '@pier/kit';
+import { keysetPage, mapPage, translatePgError, writeEvent, type Knex, type Page, type PageRequest, type PgErrorMessages, type PierEvent } from '@pier/kit';
 import type { DiskBackup, DiskBackupMethod, DiskBackupSchedule, DiskBackupStore, DiskRestore } from '../domain/disk-backups/disk-backup-store-port.ts';
 import type { ComputeStore } from '../domain/store-port.ts';
 import { KnexComputeStore } from './store.ts';
@@ -15,15 +15,16 @@ const scheduleRow = (r: Record<string, unknown>): DiskBackupSchedule => r as unk
 
 const BACKUP_COLUMNS = ['id', 'service_id', 'status', 'method', 'size_bytes', 'error', 'created_at', 'completed_at'];
 
-/** A unique index allowing one running row per service refused a second: the caller's 409. */
-async function oneRunning<T>(write: () => Promise<T>, conflict: () => ConflictError): Promise<T> {
-  try {
-    return await write();
-  } catch (err) {
-    if ((err as { code?: string }).code === '23505') throw conflict();
-    return translatePgError(err);
-  }
-}
+/** The unique indexes allowing one running backup, and one running restore, per service: a second is the caller's 409. */
+const ONE_RUNNING: PgErrorMessages = {
+  constraints: {
+    disk_backups_one_running: {
+      message: 'another backup of this service is running; one backup or restore runs at a time',
+      code: 'backup_in_progress',
+    },
+    disk_restores_one_running: { message: "the service's disk is being restored; one backup or restore runs at a time", code: 'restore_in_progress' },
+  },
+};
 
 export class KnexDiskBackupStore implements DiskBackupStore {
   constructor(private readonly db: Db) {}
@@ -41,13 +42,12 @@ export class KnexDiskBackupStore implements DiskBackupStore {
   }
 
   async insertBackup(serviceId: string, method: DiskBackupMethod): Promise<DiskBackup> {
-    return oneRunning(
-      async () => {
-        const [r] = await this.db('disk_backups').insert({ service_id: serviceId, method, status: 'running' }).returning(BACKUP_COLUMNS);
-        return backupRow(r);
-      },
-      () => new ConflictError('another backup of this service is running; one backup or restore runs at a time', 'backup_in_progress'),
-    );
+    try {
+      const [r] = await this.db('disk_backups').insert({ service_id: serviceId, method, status: 'running' }).returning(BACKUP_COLUMNS);
+      return backupRow(r);
+    } catch (err) {
+      return translatePgError(err, ONE_RUNNING);
+    }
   }
 
   async findBackup(serviceId: string, id: string): Promise<DiskBackup | undefined> {
@@ -122,15 +122,14 @@ export class KnexDiskBackupStore implements DiskBackupStore {
   }
 
   async insertRestore(row: Pick<DiskRestore, 'service_id' | 'backup_id' | 'from_volume'> & { id: string; to_volume: string }): Promise<DiskRestore> {
-    return oneRunning(
-      async () => {
-        const [r] = await this.db('disk_restores')
-          .insert({ ...row, status: 'running', step: 'preparing' })
-          .returning('*');
-        return restoreRow(r);
-      },
-      () => new ConflictError("the service's disk is being restored; one backup or restore runs at a time", 'restore_in_progress'),
-    );
+    try {
+      const [r] = await this.db('disk_restores')
+        .insert({ ...row, status: 'running', step: 'preparing' })
+        .returning('*');
+      return restoreRow(r);
+    } catch (err) {
+      return translatePgError(err, ONE_RUNNING);
+    }
   }
 
   async updateRestore(id: string, patch: Partial<Pick<DiskRestore, 'status' | 'step' | 'error' | 'finished_at'>>): Promise<DiskRestore> {

@@ -1,26 +1,22 @@
 import type Docker from 'dockerode';
 import { PassThrough } from 'node:stream';
-import { UnavailableError } from '@pier/kit';
+import { clusterUnavailable, dockerFault, isDockerNotFound, UnavailableError } from '@pier/kit';
 
 // Small helpers over the Docker Engine API that the adapter needs and dockerode leaves
 // to the caller: error translation, idempotent removal, exec with its exit code.
 
-export function statusCodeOf(err: unknown): number | undefined {
-  return (err as { statusCode?: number })?.statusCode;
-}
-
 /**
  * Connection failures mean the cluster is unreachable, and an engine that answers 5xx
- * failed on its side: both are a 503, not our failure.
+ * failed on its side: both are a 503, not our failure. An engine out of address pools
+ * cannot make the VPC's network: a 503 naming that (it answers 404, which is no missing
+ * object here). Any other refusal is the adapter's to read.
  */
 export function translateDockerError(err: unknown): never {
-  const e = err as { code?: string; statusCode?: number; message?: string; json?: { message?: string } };
-  if (e?.code && ['ECONNREFUSED', 'ENOENT', 'EACCES', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(e.code)) {
-    throw new UnavailableError(`docker engine unreachable (${e.code})`, 'cluster_unavailable');
-  }
-  if (typeof e?.statusCode === 'number' && e.statusCode >= 500) {
-    throw new UnavailableError(`docker engine error: ${e.json?.message ?? e.message}`, 'cluster_unavailable');
-  }
+  const fault = dockerFault(err);
+  if (fault?.kind === 'unreachable') throw clusterUnavailable(`docker engine unreachable (${fault.detail})`);
+  if (fault?.kind === 'failed') throw clusterUnavailable(`docker engine error: ${fault.reason}`);
+  if (fault?.kind === 'exhausted')
+    throw new UnavailableError(`the docker engine has no address pool left for the VPC's network: ${fault.reason}`, 'cluster_error');
   throw err;
 }
 
@@ -28,7 +24,7 @@ export async function ignoreNotFound<T>(p: Promise<T>): Promise<T | undefined> {
   try {
     return await p;
   } catch (err) {
-    if (statusCodeOf(err) === 404) return undefined;
+    if (isDockerNotFound(err)) return undefined;
     throw err;
   }
 }

@@ -1,6 +1,6 @@
 import Docker from 'dockerode';
 import { randomBytes } from 'node:crypto';
-import { vpcNetwork, UnavailableError, ConflictError } from '@pier/kit';
+import { vpcNetwork, UnavailableError, ConflictError, dockerStatusOf } from '@pier/kit';
 import { ensureVpcNetwork, type VpcNetworkFacts } from '@pier/kit/docker';
 import type { ClusterCapabilities } from '../domain/capabilities.ts';
 import { appUserOf, CONSOLE_USER, shortIdOf, type Engine } from '../domain/database.ts';
@@ -12,7 +12,7 @@ import { parseMysqlListing, parsePostgresListing } from './docker-backups.ts';
 import { BACKUPS_OF_LABEL, REPOSITORY_OWNER, RESTORE_SOURCE_LABEL, repositoryVolumeName, type BackupRepository } from './docker-repository.ts';
 import { ExecTunnel } from './docker-tunnel.ts';
 import type { ClusterDatabase, ClusterRef, Credentials, DatabaseCluster, Endpoints, RepositoryListing, SqlTarget } from '../domain/cluster-port.ts';
-import { envOf, exec, ignoreNotFound, runToEnd, statusCodeOf, translateDockerError, type ExecResult } from './docker-engine.ts';
+import { envOf, exec, ignoreNotFound, runToEnd, translateDockerError, type ExecResult } from './docker-engine.ts';
 import {
   ENGINE_PORT,
   helperContainer,
@@ -324,7 +324,7 @@ export class DockerCluster implements DatabaseCluster {
       await ignoreNotFound(this.docker.getVolume(name).remove());
     } catch (err) {
       // A container being removed still holds the volume for a moment.
-      if (statusCodeOf(err) !== 409) throw err;
+      if (dockerStatusOf(err) !== 409) throw err;
       await new Promise((r) => setTimeout(r, 500));
       await ignoreNotFound(this.docker.getVolume(name).remove());
     }
@@ -337,7 +337,7 @@ export class DockerCluster implements DatabaseCluster {
       result = await exec(this.docker, container, cmd);
     } catch (err) {
       // 409: the container stopped (or restart-loops) between our start and the exec.
-      if (statusCodeOf(err) === 409) throw new ConflictError('the database server is not running; retry once it is', 'database_not_running');
+      if (dockerStatusOf(err) === 409) throw new ConflictError('the database server is not running; retry once it is', 'database_not_running');
       throw err;
     }
     return succeeded(result, what);
@@ -359,7 +359,7 @@ export class DockerCluster implements DatabaseCluster {
     try {
       await this.docker.getContainer(id).stop({ t: 30 });
     } catch (err) {
-      if (statusCodeOf(err) !== 304 && statusCodeOf(err) !== 404) throw err;
+      if (dockerStatusOf(err) !== 304 && dockerStatusOf(err) !== 404) throw err;
     }
     await ignoreNotFound(this.docker.getContainer(id).remove({ force: true }));
   }

@@ -1,7 +1,7 @@
-import { ApiException, type KubeConfig, KubernetesObjectApi, PatchStrategy, type KubernetesObject } from '@kubernetes/client-node';
+import { type KubeConfig, KubernetesObjectApi, PatchStrategy, type KubernetesObject } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
-import { vpcNamespace, UnavailableError, ConflictError } from '@pier/kit';
-import { isRefusedApply, kubeConfigFrom, kubernetesApiConfiguration } from '@pier/kit/kubernetes';
+import { clusterUnavailable, isKubernetesNotFound, kubernetesFault, kubernetesStatusOf, vpcNamespace, UnavailableError, ConflictError } from '@pier/kit';
+import { kubeConfigFrom, kubernetesApiConfiguration } from '@pier/kit/kubernetes';
 import type { ClusterCapabilities } from '../domain/capabilities.ts';
 import { appUserOf, CONSOLE_USER, shortIdOf, type Engine } from '../domain/database.ts';
 import type { ExternalDomains } from '../domain/context.ts';
@@ -68,21 +68,6 @@ const backupsUnavailable = () =>
 
 const password = () => randomBytes(24).toString('hex');
 
-/** The API server's own message in a refusal (its Status body), else the client's. */
-function refusalReason(err: ApiException<unknown>): string {
-  try {
-    const body = (typeof err.body === 'string' ? JSON.parse(err.body) : err.body) as { message?: unknown } | undefined;
-    if (body && typeof body.message === 'string') return body.message;
-  } catch {
-    // not JSON: the client's message below
-  }
-  return err.message;
-}
-
-function statusOf(err: unknown): number | undefined {
-  return err instanceof ApiException ? err.code : (err as { code?: number })?.code;
-}
-
 export class KubernetesCluster implements DatabaseCluster {
   readonly capabilities = CAPABILITIES;
   private readonly api: KubernetesObjectApi;
@@ -113,15 +98,16 @@ export class KubernetesCluster implements DatabaseCluster {
       return await fn();
     } catch (err) {
       if ((err as { name?: string })?.name === 'PierError') throw err;
-      if (err instanceof ApiException) {
+      const fault = kubernetesFault(err);
+      if (fault && fault.kind !== 'unreachable') {
         // The API server failing, or refusing our credentials, is the cluster being unavailable to us.
-        if ((err.code >= 500 && !isRefusedApply(err)) || err.code === 401 || err.code === 403) {
-          throw new UnavailableError(`kubernetes API answered ${err.code}`, 'cluster_unavailable');
+        if ((fault.kind === 'failed' && fault.status !== 429) || fault.status === 401 || fault.status === 403) {
+          throw clusterUnavailable(`kubernetes API answered ${fault.status}`);
         }
         // Any other answer is the cluster refusing what we sent (a webhook, a quota, an
         // object owned by someone else): nothing was done, and the client is told why, as
         // compute answers a cluster that cannot prepare a VPC; never a bare 500.
-        throw new UnavailableError(`kubernetes refused the change (${err.code}): ${refusalReason(err)}`, 'cluster_error');
+        throw new UnavailableError(`kubernetes refused the change (${fault.status}): ${fault.reason}`, 'cluster_error');
       }
       throw new UnavailableError(`kubernetes API unreachable: ${(err as Error)?.message ?? err}`, 'cluster_unavailable');
     }
@@ -159,7 +145,7 @@ export class KubernetesCluster implements DatabaseCluster {
     try {
       await this.api.create(this.labelled(m) as KubernetesObject, undefined, undefined, FIELD_MANAGER);
     } catch (err) {
-      if (statusOf(err) !== 409) throw err;
+      if (kubernetesStatusOf(err) !== 409) throw err;
     }
   }
 
@@ -171,7 +157,7 @@ export class KubernetesCluster implements DatabaseCluster {
     try {
       return (await this.api.read({ apiVersion, kind, metadata: { name, namespace } })) as T;
     } catch (err) {
-      if (statusOf(err) === 404) return undefined;
+      if (isKubernetesNotFound(err)) return undefined;
       throw err;
     }
   }
@@ -180,7 +166,7 @@ export class KubernetesCluster implements DatabaseCluster {
     try {
       await this.api.delete({ apiVersion, kind, metadata: { name, namespace } }, undefined, undefined, undefined, undefined, 'Background');
     } catch (err) {
-      if (statusOf(err) !== 404) throw err;
+      if (!isKubernetesNotFound(err)) throw err;
     }
   }
 
@@ -245,7 +231,7 @@ export class KubernetesCluster implements DatabaseCluster {
       try {
         return (await this.api.list(apiVersion, kind, ns, undefined, undefined, undefined, undefined, SELECTOR)).items as unknown as K8sObject[];
       } catch (err) {
-        if (statusOf(err) === 404) return [];
+        if (isKubernetesNotFound(err)) return [];
         throw err;
       }
     };
@@ -323,7 +309,7 @@ export class KubernetesCluster implements DatabaseCluster {
             // Every namespace at once: one call per kind.
             return (await this.api.list(apiVersion, kind, undefined, undefined, undefined, undefined, undefined, selector)).items as unknown as K8sObject[];
           } catch (err) {
-            if (statusOf(err) === 404) return []; // an operator that is not installed
+            if (isKubernetesNotFound(err)) return []; // an operator that is not installed
             throw err;
           }
         }),
@@ -436,7 +422,7 @@ export class KubernetesCluster implements DatabaseCluster {
       return (db.engine === 'postgresql' ? cnpgListing : mocoListing)(objects, cluster, new Date());
     } catch (err) {
       // The kind not served: the operator is not installed, so nothing can be known of its backups.
-      if (statusOf(err) !== 404) throw err;
+      if (!isKubernetesNotFound(err)) throw err;
       return { readable: false, error: `the cluster does not serve ${kind} (${apiVersion})`, backups: [], archiving: false, archivedUntil: null };
     }
   }
@@ -470,7 +456,7 @@ export class KubernetesCluster implements DatabaseCluster {
       try {
         objects = await this.listIn<KubernetesObject>(apiVersion, kind, ns, backupSelector(db.id));
       } catch (err) {
-        if (statusOf(err) === 404) return;
+        if (isKubernetesNotFound(err)) return;
         throw err;
       }
       for (const o of objects) await this.remove(apiVersion, kind, o.metadata!.name!, ns);

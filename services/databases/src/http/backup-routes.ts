@@ -1,16 +1,16 @@
-import { defineRoute, pageQuery, type Route } from '@pier/kit';
+import { defineRoute, pageQuery, errorBodySchema, vpcScope, type Route } from '@pier/kit';
 import type { DatabasesContext } from '../domain/context.ts';
 import { deleteBackup, listBackups, takeBackup } from '../domain/backups.ts';
 import { updateSchedule } from '../domain/backup-schedule.ts';
 import { forkDatabase, restoreDatabase } from '../domain/restore.ts';
 import { backupJson, databaseJson, scheduleJson, windowJson } from './shapes.ts';
 import * as s from './schemas.ts';
-import { ONE, TAG, errors, scope } from './route-parts.ts';
+import { ONE, TAG, errors } from './route-parts.ts';
 
 // Backups, their schedule, and the two ways to a new database from a backup: restore and
 // fork. Listing is for any member; everything else for Owner or Admin (the spec's table).
 
-const busy = { 409: { description: 'a backup is pending or running, a name is taken, or a backup is needed', schema: s.errorBody } };
+const busy = { 409: { description: 'a backup is pending or running, a name is taken, or a backup is needed', schema: errorBodySchema } };
 
 export function backupRoutes(ctx: DatabasesContext): Route[] {
   return [
@@ -24,7 +24,7 @@ export function backupRoutes(ctx: DatabasesContext): Route[] {
       query: pageQuery,
       responses: { 200: { description: 'backups', schema: s.backupList }, ...errors },
       handler: async ({ params, query }) => {
-        const view = await listBackups(ctx, scope(params), params.databaseID, query);
+        const view = await listBackups(ctx, vpcScope(params), params.databaseID, query);
         return {
           status: 200,
           body: { items: view.page.items.map(backupJson), next_cursor: view.page.nextCursor, recovery_window: windowJson(view.window) },
@@ -40,7 +40,7 @@ export function backupRoutes(ctx: DatabasesContext): Route[] {
       params: s.databaseParams,
       body: s.takeBackupBody,
       responses: { 202: { description: 'accepted; the backup runs', schema: s.backup }, ...busy, ...errors },
-      handler: async ({ params }) => ({ status: 202, body: backupJson(await takeBackup(ctx, scope(params), params.databaseID)) }),
+      handler: async ({ params }) => ({ status: 202, body: backupJson(await takeBackup(ctx, vpcScope(params), params.databaseID)) }),
     }),
     defineRoute({
       method: 'post',
@@ -51,7 +51,7 @@ export function backupRoutes(ctx: DatabasesContext): Route[] {
       params: s.databaseParams,
       body: s.restoreBody,
       responses: { 202: { description: 'accepted; the new database is creating', schema: s.database }, ...busy, ...errors },
-      handler: async ({ params, body }) => ({ status: 202, body: databaseJson(await restoreDatabase(ctx, scope(params), params.databaseID, body)) }),
+      handler: async ({ params, body }) => ({ status: 202, body: databaseJson(await restoreDatabase(ctx, vpcScope(params), params.databaseID, body)) }),
     }),
     defineRoute({
       method: 'patch',
@@ -62,7 +62,7 @@ export function backupRoutes(ctx: DatabasesContext): Route[] {
       params: s.databaseParams,
       body: s.scheduleBody,
       responses: { 200: { description: 'the schedule', schema: s.schedule }, ...errors },
-      handler: async ({ params, body }) => ({ status: 200, body: scheduleJson(await updateSchedule(ctx, scope(params), params.databaseID, body)) }),
+      handler: async ({ params, body }) => ({ status: 200, body: scheduleJson(await updateSchedule(ctx, vpcScope(params), params.databaseID, body)) }),
     }),
     defineRoute({
       method: 'delete',
@@ -73,7 +73,7 @@ export function backupRoutes(ctx: DatabasesContext): Route[] {
       params: s.backupParams,
       responses: { 204: { description: 'deleted' }, ...busy, ...errors },
       handler: async ({ params }) => {
-        await deleteBackup(ctx, scope(params), params.databaseID, params.backupName);
+        await deleteBackup(ctx, vpcScope(params), params.databaseID, params.backupName);
         return { status: 204 };
       },
     }),
@@ -88,7 +88,7 @@ export function backupRoutes(ctx: DatabasesContext): Route[] {
       responses: { 202: { description: 'accepted; the fork is creating', schema: s.database }, ...busy, ...errors },
       handler: async ({ params, body, identityToken }) => ({
         status: 202,
-        body: databaseJson(await forkDatabase(ctx, scope(params), params.databaseID, body, identityToken)),
+        body: databaseJson(await forkDatabase(ctx, vpcScope(params), params.databaseID, body, identityToken)),
       }),
     }),
   ];

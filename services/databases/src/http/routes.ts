@@ -1,4 +1,4 @@
-import { NotFoundError, defineRoute, pageQuery, type Route } from '@pier/kit';
+import { NotFoundError, defineRoute, pageQuery, listBody, errorBodySchema, vpcScope, vpcPathParams, type Route } from '@pier/kit';
 import type { DatabasesContext } from '../domain/context.ts';
 import { getDatabase, listDatabases } from '../domain/live-status.ts';
 import { provisionDatabase } from '../domain/provision.ts';
@@ -10,7 +10,7 @@ import { inspectSchema, resetSlowQueries, runQuery, slowQueries } from '../domai
 import { connectionJson, databaseJson, ruleJson } from './shapes.ts';
 import { setReplicas } from '../domain/replicas.ts';
 import * as s from './schemas.ts';
-import { BASE, ONE, TAG, errors, scope } from './route-parts.ts';
+import { BASE, ONE, TAG, errors } from './route-parts.ts';
 
 // Thin routes: parse (zod, in createServiceApp), call one use case, shape the JSON.
 // Roles as the spec's table says: connection and slow-queries for any member,
@@ -24,12 +24,12 @@ export function databaseRoutes(ctx: DatabasesContext): Route[] {
       summary: 'List databases in the VPC (live status)',
       tag: TAG,
       access: 'Member',
-      params: s.vpcParams,
+      params: vpcPathParams,
       query: pageQuery,
       responses: { 200: { description: 'databases', schema: s.databaseList }, ...errors },
       handler: async ({ params, query }) => {
-        const page = await listDatabases(ctx, scope(params), query);
-        return { status: 200, body: { items: page.items.map(databaseJson), next_cursor: page.nextCursor } };
+        const page = await listDatabases(ctx, vpcScope(params), query);
+        return { status: 200, body: listBody(page, databaseJson) };
       },
     }),
     defineRoute({
@@ -38,13 +38,13 @@ export function databaseRoutes(ctx: DatabasesContext): Route[] {
       summary: 'Provision a database (asynchronous: status creating)',
       tag: TAG,
       access: 'Admin',
-      params: s.vpcParams,
+      params: vpcPathParams,
       body: s.provisionBody,
-      responses: { 202: { description: 'accepted; provisioning', schema: s.database }, 409: { description: 'name taken', schema: s.errorBody }, ...errors },
-      handler: async ({ params, body }) => ({ status: 202, body: databaseJson(await provisionDatabase(ctx, scope(params), body)) }),
+      responses: { 202: { description: 'accepted; provisioning', schema: s.database }, 409: { description: 'name taken', schema: errorBodySchema }, ...errors },
+      handler: async ({ params, body }) => ({ status: 202, body: databaseJson(await provisionDatabase(ctx, vpcScope(params), body)) }),
       // A dead attempt's unfinished database was undone by the reconciler's first pass.
       replay: async ({ params }, id) => {
-        const made = await getDatabase(ctx, scope(params), id).catch((err: unknown) => {
+        const made = await getDatabase(ctx, vpcScope(params), id).catch((err: unknown) => {
           if (err instanceof NotFoundError) return undefined;
           throw err;
         });
@@ -59,7 +59,7 @@ export function databaseRoutes(ctx: DatabasesContext): Route[] {
       access: 'Member',
       params: s.databaseParams,
       responses: { 200: { description: 'database', schema: s.database }, ...errors },
-      handler: async ({ params }) => ({ status: 200, body: databaseJson(await getDatabase(ctx, scope(params), params.databaseID)) }),
+      handler: async ({ params }) => ({ status: 200, body: databaseJson(await getDatabase(ctx, vpcScope(params), params.databaseID)) }),
     }),
     defineRoute({
       method: 'patch',
@@ -69,8 +69,12 @@ export function databaseRoutes(ctx: DatabasesContext): Route[] {
       access: 'Admin',
       params: s.databaseParams,
       body: s.updateBody,
-      responses: { 200: { description: 'database', schema: s.database }, 409: { description: 'name taken or database busy', schema: s.errorBody }, ...errors },
-      handler: async ({ params, body }) => ({ status: 200, body: databaseJson(await updateDatabase(ctx, scope(params), params.databaseID, body)) }),
+      responses: {
+        200: { description: 'database', schema: s.database },
+        409: { description: 'name taken or database busy', schema: errorBodySchema },
+        ...errors,
+      },
+      handler: async ({ params, body }) => ({ status: 200, body: databaseJson(await updateDatabase(ctx, vpcScope(params), params.databaseID, body)) }),
     }),
     defineRoute({
       method: 'delete',
@@ -80,7 +84,7 @@ export function databaseRoutes(ctx: DatabasesContext): Route[] {
       access: 'Admin',
       params: s.databaseParams,
       responses: { 202: { description: 'accepted; tearing down', schema: s.database }, ...errors },
-      handler: async ({ params }) => ({ status: 202, body: databaseJson(await deleteDatabase(ctx, scope(params), params.databaseID)) }),
+      handler: async ({ params }) => ({ status: 202, body: databaseJson(await deleteDatabase(ctx, vpcScope(params), params.databaseID)) }),
     }),
     defineRoute({
       method: 'patch',
@@ -92,10 +96,10 @@ export function databaseRoutes(ctx: DatabasesContext): Route[] {
       body: s.replicasBody,
       responses: {
         202: { description: 'accepted; replicas starting or stopping', schema: s.database },
-        409: { description: 'database busy', schema: s.errorBody },
+        409: { description: 'database busy', schema: errorBodySchema },
         ...errors,
       },
-      handler: async ({ params, body }) => ({ status: 202, body: databaseJson(await setReplicas(ctx, scope(params), params.databaseID, body.replicas)) }),
+      handler: async ({ params, body }) => ({ status: 202, body: databaseJson(await setReplicas(ctx, vpcScope(params), params.databaseID, body.replicas)) }),
     }),
     defineRoute({
       method: 'get',
@@ -104,8 +108,12 @@ export function databaseRoutes(ctx: DatabasesContext): Route[] {
       tag: TAG,
       access: 'Member',
       params: s.databaseParams,
-      responses: { 200: { description: 'connection', schema: s.connection }, 409: { description: 'database being deleted', schema: s.errorBody }, ...errors },
-      handler: async ({ params }) => ({ status: 200, body: connectionJson(await connectionOf(ctx, scope(params), params.databaseID)) }),
+      responses: {
+        200: { description: 'connection', schema: s.connection },
+        409: { description: 'database being deleted', schema: errorBodySchema },
+        ...errors,
+      },
+      handler: async ({ params }) => ({ status: 200, body: connectionJson(await connectionOf(ctx, vpcScope(params), params.databaseID)) }),
     }),
     defineRoute({
       method: 'get',
@@ -117,8 +125,8 @@ export function databaseRoutes(ctx: DatabasesContext): Route[] {
       query: pageQuery,
       responses: { 200: { description: 'rules', schema: s.ruleList }, ...errors },
       handler: async ({ params, query }) => {
-        const page = await listRules(ctx, scope(params), params.databaseID, query);
-        return { status: 200, body: { items: page.items.map(ruleJson), next_cursor: page.nextCursor } };
+        const page = await listRules(ctx, vpcScope(params), params.databaseID, query);
+        return { status: 200, body: listBody(page, ruleJson) };
       },
     }),
     defineRoute({
@@ -129,10 +137,10 @@ export function databaseRoutes(ctx: DatabasesContext): Route[] {
       access: 'Admin',
       params: s.databaseParams,
       body: s.ruleBody,
-      responses: { 201: { description: 'rule', schema: s.rule }, 409: { description: 'duplicate rule', schema: s.errorBody }, ...errors },
+      responses: { 201: { description: 'rule', schema: s.rule }, 409: { description: 'duplicate rule', schema: errorBodySchema }, ...errors },
       handler: async ({ params, body }) => ({
         status: 201,
-        body: ruleJson(await addRule(ctx, scope(params), params.databaseID, body.cidr, body.description ?? '')),
+        body: ruleJson(await addRule(ctx, vpcScope(params), params.databaseID, body.cidr, body.description ?? '')),
       }),
     }),
     defineRoute({
@@ -144,7 +152,7 @@ export function databaseRoutes(ctx: DatabasesContext): Route[] {
       params: s.ruleParams,
       responses: { 204: { description: 'removed' }, ...errors },
       handler: async ({ params }) => {
-        await removeRule(ctx, scope(params), params.databaseID, params.ruleID);
+        await removeRule(ctx, vpcScope(params), params.databaseID, params.ruleID);
         return { status: 204 };
       },
     }),
@@ -155,8 +163,8 @@ export function databaseRoutes(ctx: DatabasesContext): Route[] {
       tag: TAG,
       access: 'Admin',
       params: s.databaseParams,
-      responses: { 200: { description: 'schema', schema: s.schemaResult }, 409: { description: 'not running', schema: s.errorBody }, ...errors },
-      handler: async ({ params }) => ({ status: 200, body: { tables: await inspectSchema(ctx, scope(params), params.databaseID) } }),
+      responses: { 200: { description: 'schema', schema: s.schemaResult }, 409: { description: 'not running', schema: errorBodySchema }, ...errors },
+      handler: async ({ params }) => ({ status: 200, body: { tables: await inspectSchema(ctx, vpcScope(params), params.databaseID) } }),
     }),
     defineRoute({
       method: 'post',
@@ -166,8 +174,8 @@ export function databaseRoutes(ctx: DatabasesContext): Route[] {
       access: 'Admin',
       params: s.databaseParams,
       body: s.queryBody,
-      responses: { 200: { description: 'result', schema: s.queryResult }, 409: { description: 'not running', schema: s.errorBody }, ...errors },
-      handler: async ({ params, body }) => ({ status: 200, body: await runQuery(ctx, scope(params), params.databaseID, body.sql) }),
+      responses: { 200: { description: 'result', schema: s.queryResult }, 409: { description: 'not running', schema: errorBodySchema }, ...errors },
+      handler: async ({ params, body }) => ({ status: 200, body: await runQuery(ctx, vpcScope(params), params.databaseID, body.sql) }),
     }),
     defineRoute({
       method: 'get',
@@ -177,8 +185,8 @@ export function databaseRoutes(ctx: DatabasesContext): Route[] {
       access: 'Member',
       params: s.databaseParams,
       query: s.slowQueriesQuery,
-      responses: { 200: { description: 'statements', schema: s.slowQueries }, 409: { description: 'not running', schema: s.errorBody }, ...errors },
-      handler: async ({ params, query }) => ({ status: 200, body: { items: await slowQueries(ctx, scope(params), params.databaseID, query.limit) } }),
+      responses: { 200: { description: 'statements', schema: s.slowQueries }, 409: { description: 'not running', schema: errorBodySchema }, ...errors },
+      handler: async ({ params, query }) => ({ status: 200, body: { items: await slowQueries(ctx, vpcScope(params), params.databaseID, query.limit) } }),
     }),
     defineRoute({
       method: 'post',
@@ -187,9 +195,9 @@ export function databaseRoutes(ctx: DatabasesContext): Route[] {
       tag: TAG,
       access: 'Admin',
       params: s.databaseParams,
-      responses: { 204: { description: 'cleared' }, 409: { description: 'not running', schema: s.errorBody }, ...errors },
+      responses: { 204: { description: 'cleared' }, 409: { description: 'not running', schema: errorBodySchema }, ...errors },
       handler: async ({ params }) => {
-        await resetSlowQueries(ctx, scope(params), params.databaseID);
+        await resetSlowQueries(ctx, vpcScope(params), params.databaseID);
         return { status: 204 };
       },
     }),

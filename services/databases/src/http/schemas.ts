@@ -1,13 +1,12 @@
 import { z } from 'zod';
 import { ENGINES, STATUSES } from '../domain/database.ts';
 import { BACKUP_METHODS, BACKUP_STATUSES, RETENTION_COUNT } from '../domain/backup.ts';
-import { INSTANCE_TYPE_NAMES } from '@pier/kit';
+import { INSTANCE_TYPE_NAMES, listOf, vpcPathParams } from '@pier/kit';
 
 // Request and response contracts of the databases API. The same schemas validate
 // requests and produce the OpenAPI document (/internal/openapi).
 
-export const vpcParams = z.object({ workspaceID: z.string(), vpcID: z.string() });
-export const databaseParams = vpcParams.extend({ databaseID: z.string() });
+export const databaseParams = vpcPathParams.extend({ databaseID: z.string() });
 export const ruleParams = databaseParams.extend({ ruleID: z.string() });
 export const backupParams = databaseParams.extend({ backupName: z.string() });
 
@@ -124,7 +123,7 @@ export const schedule = z.object({
   next_run_at: z.string().nullable(),
 });
 
-export const databaseList = z.object({ items: z.array(database), next_cursor: z.string().nullable() });
+export const databaseList = listOf(database);
 
 export const connection = z.object({
   engine: z.enum(ENGINES),
@@ -146,7 +145,7 @@ export const connection = z.object({
 });
 
 export const rule = z.object({ id: z.string(), database_id: z.string(), cidr: z.string(), description: z.string(), created_at: z.string() });
-export const ruleList = z.object({ items: z.array(rule), next_cursor: z.string().nullable() });
+export const ruleList = listOf(rule);
 
 export const queryResult = z.object({
   command: z.string(),
@@ -173,5 +172,3 @@ export const slowQueries = z.object({
     z.object({ query: z.string(), calls: z.number(), mean_time_ms: z.number(), max_time_ms: z.number(), total_time_ms: z.number(), rows: z.number() }),
   ),
 });
-
-export const errorBody = z.object({ error: z.string(), code: z.string() });

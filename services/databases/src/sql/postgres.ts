@@ -1,6 +1,6 @@
 import pg from 'pg';
 import Cursor from 'pg-cursor';
-import { InputError, UnavailableError } from '@pier/kit';
+import { InputError, UnavailableError, unreachableCode } from '@pier/kit';
 import type { SqlTarget } from '../domain/cluster-port.ts';
 import type { ConsoleLimits, PostgresSqlEngine, QueryResult, SlowQuery, TableSchema } from '../domain/sql-port.ts';
 
@@ -38,10 +38,7 @@ const consoleTypes = {
 
 function isConnectionError(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
-  return (
-    ['ECONNREFUSED', 'ETIMEDOUT', 'EHOSTUNREACH', 'ECONNRESET', 'ENOTFOUND'].includes(e?.code ?? '') ||
-    /timeout expired|Connection terminated/i.test(e?.message ?? '')
-  );
+  return unreachableCode(err) !== undefined || /timeout expired|Connection terminated/i.test(e?.message ?? '');
 }
 
 /** An engine error is the caller's (400 with the engine's message); a connection error is 503. */

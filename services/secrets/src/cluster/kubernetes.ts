@@ -1,5 +1,5 @@
-import { ApiException, CoreV1Api, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
-import { secretObjectName, vpcNamespace } from '@pier/kit';
+import { CoreV1Api, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
+import { isKubernetesNotFound, kubernetesStatusOf, secretObjectName, vpcNamespace } from '@pier/kit';
 import { kubernetesApiConfiguration } from '@pier/kit/kubernetes';
 import { describeStoreError } from './errors.ts';
 import type { Observation, SecretObjectId, SecretObjectRef, SecretsCluster, SecretValues } from '../domain/cluster-port.ts';
@@ -44,16 +44,16 @@ export class KubernetesSecretStore implements SecretsCluster {
       await this.core.createNamespacedSecret({ namespace, body });
       return;
     } catch (err) {
-      if (status(err) === 404) {
+      if (isKubernetesNotFound(err)) {
         // The VPC's namespace does not exist yet (no service has run there): make it.
         await this.ensureNamespace(ref.vpcId);
         try {
           await this.core.createNamespacedSecret({ namespace, body });
           return;
         } catch (again) {
-          if (status(again) !== 409) throw again;
+          if (kubernetesStatusOf(again) !== 409) throw again;
         }
-      } else if (status(err) !== 409) {
+      } else if (kubernetesStatusOf(err) !== 409) {
         throw err;
       }
     }
@@ -74,7 +74,7 @@ export class KubernetesSecretStore implements SecretsCluster {
     try {
       await this.core.deleteNamespacedSecret({ name: secretObjectName(id.secretId), namespace: vpcNamespace(id.vpcId) });
     } catch (err) {
-      if (status(err) !== 404) throw err;
+      if (!isKubernetesNotFound(err)) throw err;
     }
   }
 
@@ -102,7 +102,7 @@ export class KubernetesSecretStore implements SecretsCluster {
     try {
       return await this.core.readNamespacedSecret({ name: secretObjectName(id.secretId), namespace: vpcNamespace(id.vpcId) });
     } catch (err) {
-      if (status(err) === 404) return undefined;
+      if (isKubernetesNotFound(err)) return undefined;
       throw err;
     }
   }
@@ -117,7 +117,7 @@ export class KubernetesSecretStore implements SecretsCluster {
         },
       });
     } catch (err) {
-      if (status(err) !== 409) throw err;
+      if (kubernetesStatusOf(err) !== 409) throw err;
     }
   }
 }
@@ -144,8 +144,4 @@ export function secretManifest(ref: SecretObjectRef, values: SecretValues): V1Se
     },
     data,
   };
-}
-
-function status(err: unknown): number | undefined {
-  return err instanceof ApiException ? err.code : undefined;
 }

@@ -18,8 +18,6 @@ export const secretListSchema = z.object({
   next_cursor: z.string().nullable().describe('Pass as `cursor` for the next page; null on the last page'),
 });
 
-export const errorSchema = z.object({ error: z.string(), code: z.string() });
-
 export function secretJson(r: SecretRecord): z.infer<typeof secretSchema> {
   return {
     id: r.id,
