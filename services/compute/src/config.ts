@@ -35,6 +35,13 @@ export const computeEnv = serviceEnv
     PIER_COMPUTE_SERVICE_PRIVATE_KEY: z.string().min(1).optional(),
     /** How often rollouts in progress are settled and teardowns finished without a read asking. */
     PIER_COMPUTE_RECONCILE_INTERVAL_MS: z.coerce.number().int().min(100).default(2000),
+    /**
+     * A create or rollout left pending for less than this may be a request still in flight,
+     * so the reconciler leaves it alone (at start-up it takes everything: nothing is in flight).
+     */
+    PIER_COMPUTE_PENDING_GRACE_SECONDS: z.coerce.number().min(0, 'PIER_COMPUTE_PENDING_GRACE_SECONDS must be 0 or more').default(120),
+    /** How often the reconciler lists each VPC's workloads for ones the records do not account for (and at start-up). */
+    PIER_COMPUTE_SWEEP_INTERVAL_SECONDS: z.coerce.number().positive('PIER_COMPUTE_SWEEP_INTERVAL_SECONDS must be above 0').default(20),
     /** docker: how often the cron scheduler looks for due runs. */
     PIER_COMPUTE_CRON_INTERVAL_MS: z.coerce.number().int().min(100).default(5000),
     /** Days service log history is kept (whole days are dropped past it). */

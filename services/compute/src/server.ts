@@ -11,7 +11,7 @@ import { LogCollector } from './domain/logs/log-collector.ts';
 import { LogRetention } from './domain/logs/log-retention.ts';
 import { createSecretsPort } from './secrets/grpc-secrets.ts';
 import type { ComputeContext } from './domain/context.ts';
-import { Reconciler } from './domain/services/reconciler.ts';
+import { computeReconciler } from './domain/services/reconciler.ts';
 import { BuildWorker } from './domain/builds/build-worker.ts';
 import { createBuilds } from './build-wiring.ts';
 import { computeRoutes, computeUpgrades } from './app.ts';
@@ -102,7 +102,11 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
         upgrades: computeUpgrades(ctx, { idleMs: config.PIER_COMPUTE_EXEC_IDLE_TIMEOUT_SECONDS * 1000, maxMs: config.PIER_COMPUTE_EXEC_MAX_SECONDS * 1000 }),
         background: [
           cluster,
-          new Reconciler(ctx, logger, config.PIER_COMPUTE_RECONCILE_INTERVAL_MS),
+          computeReconciler(ctx, {
+            intervalMs: config.PIER_COMPUTE_RECONCILE_INTERVAL_MS,
+            graceMs: config.PIER_COMPUTE_PENDING_GRACE_SECONDS * 1000,
+            sweepEveryMs: config.PIER_COMPUTE_SWEEP_INTERVAL_SECONDS * 1000,
+          }),
           diskBackups,
           builds,
           edgeWorker,

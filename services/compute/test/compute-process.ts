@@ -30,6 +30,7 @@ export class ComputeProcess {
         // spawnService learns the port from the "listening" line.
         PIER_LOG_LEVEL: 'info',
         PIER_COMPUTE_RECONCILE_INTERVAL_MS: '500',
+        PIER_COMPUTE_SWEEP_INTERVAL_SECONDS: '5',
         // The edge (one proxy container for the machine) only where a test asks for it.
         PIER_EDGE: 'off',
         ...env,

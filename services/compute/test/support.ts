@@ -27,7 +27,7 @@ export async function startCompute(env: Record<string, string> = {}, shared: { d
     schema: 'compute',
     start: (e, logs) => start(readConfig(e), { logDestination: logs }),
     // The edge (one proxy container for the machine) only where a test asks for it (testEdge).
-    env: { PIER_COMPUTE_HTTP_PORT: '0', PIER_COMPUTE_RECONCILE_INTERVAL_MS: '500', PIER_EDGE: 'off', ...env },
+    env: { PIER_COMPUTE_HTTP_PORT: '0', PIER_COMPUTE_RECONCILE_INTERVAL_MS: '500', PIER_COMPUTE_SWEEP_INTERVAL_SECONDS: '5', PIER_EDGE: 'off', ...env },
     ...shared,
   });
   return Object.assign(h, { base: `/api/v1/workspaces/${h.workspaceId}/vpcs/${h.vpcId}/services` });

@@ -1,5 +1,8 @@
 import { z } from 'zod';
-import { serviceEnv, port, loadConfig } from '@pier/kit';
+import { serviceEnv, port, loadConfig, checkS3StoreEnv, s3StoreEnv } from '@pier/kit';
+
+/** The variables' common prefix of the backup repository's S3 store. */
+export const S3 = 'PIER_DATABASES_BACKUP_S3';
 
 const hostname = (name: string) =>
   z.string().regex(/^(?=.{1,200}$)[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+$/, `${name} must be a DNS domain such as db.example.com`);
@@ -53,10 +56,15 @@ export const databasesEnv = serviceEnv.extend({
   /** How often the reconciler settles what is pending, tears down, resyncs and sweeps. */
   PIER_DATABASES_RECONCILE_INTERVAL_MS: z.coerce.number().int().min(100).default(2000),
   /**
-   * Pending state younger than this may belong to a request still in flight, so the
-   * reconciler leaves it alone (at start-up it takes everything: nothing is in flight).
+   * Pending state younger than this may belong to a request still in flight (a server
+   * restart on an external-access toggle takes up to 90 s), so the reconciler leaves it
+   * alone (at start-up it takes everything: nothing is in flight). Default 120 (pendingGraceMs).
    */
-  PIER_DATABASES_PENDING_GRACE_MS: z.coerce.number().int().min(0).default(120_000),
+  PIER_DATABASES_PENDING_GRACE_SECONDS: z.coerce.number().min(0, 'PIER_DATABASES_PENDING_GRACE_SECONDS must be 0 or more').optional(),
+  /** Deprecated: PIER_DATABASES_PENDING_GRACE_SECONDS in milliseconds, read when that one is unset. */
+  PIER_DATABASES_PENDING_GRACE_MS: z.coerce.number().int().min(0).optional(),
+  /** How often the reconciler lists the cluster for objects no record accounts for (and at start-up). */
+  PIER_DATABASES_SWEEP_INTERVAL_SECONDS: z.coerce.number().positive('PIER_DATABASES_SWEEP_INTERVAL_SECONDS must be above 0').default(20),
   /** auth's gRPC address (host:port): a fork into another VPC asks it whether that VPC is the caller's workspace's. */
   PIER_AUTH_GRPC_URL: z.string().min(1).optional(),
   /**
@@ -68,24 +76,12 @@ export const databasesEnv = serviceEnv.extend({
     .regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]+$/, 'PIER_DATABASES_BACKUP_VOLUME must be a Docker volume name')
     .default('pier-database-backups'),
   /**
-   * An S3-compatible object store for the backup repository, instead of the volume:
-   * https endpoint (pgBackRest 2.45 speaks TLS only), bucket (created by the operator),
-   * region, keys, and optionally a CA file to trust (a private CA).
+   * An S3-compatible object store for the backup repository, instead of the volume (kit's
+   * s3StoreEnv: PIER_DATABASES_BACKUP_S3_ENDPOINT, _BUCKET, _REGION, _ACCESS_KEY_ID,
+   * _SECRET_ACCESS_KEY, _CA_FILE, _PREFIX): https only, as pgBackRest 2.45 speaks TLS only.
+   * Every database's repository is `<prefix>/<database id>` in the bucket.
    */
-  PIER_DATABASES_BACKUP_S3_ENDPOINT: z
-    .string()
-    .regex(/^https:\/\/[^/:]+(:\d+)?\/?$/, 'PIER_DATABASES_BACKUP_S3_ENDPOINT must be https://host[:port]')
-    .optional(),
-  PIER_DATABASES_BACKUP_S3_BUCKET: z.string().min(3).optional(),
-  PIER_DATABASES_BACKUP_S3_REGION: z.string().min(1).default('us-east-1'),
-  PIER_DATABASES_BACKUP_S3_ACCESS_KEY_ID: z.string().min(1).optional(),
-  PIER_DATABASES_BACKUP_S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
-  PIER_DATABASES_BACKUP_S3_CA_FILE: z.string().min(1).optional(),
-  /** Every database's repository is `<prefix>/<database id>` in the bucket. */
-  PIER_DATABASES_BACKUP_S3_PREFIX: z
-    .string()
-    .regex(/^[a-z0-9][a-z0-9_.-]*$/, 'PIER_DATABASES_BACKUP_S3_PREFIX must be one path segment')
-    .default('pier-databases'),
+  ...s3StoreEnv(S3, 'pier-databases'),
   /** A deleted database's backups and archive are kept this long (default 7 days), then purged. */
   PIER_DATABASES_DELETED_BACKUP_RETENTION_SECONDS: z.coerce
     .number()
@@ -96,16 +92,15 @@ export const databasesEnv = serviceEnv.extend({
   PIER_DATABASES_BACKUP_SCHEDULER_INTERVAL_MS: z.coerce.number().int().min(100).default(30_000),
 });
 
-const S3_REQUIRED = ['PIER_DATABASES_BACKUP_S3_BUCKET', 'PIER_DATABASES_BACKUP_S3_ACCESS_KEY_ID', 'PIER_DATABASES_BACKUP_S3_SECRET_ACCESS_KEY'] as const;
-
 /** An S3 store is all or nothing: an endpoint without its bucket or keys is a configuration error, named. */
-const checkedEnv = databasesEnv.superRefine((env, ctx) => {
-  if (!env.PIER_DATABASES_BACKUP_S3_ENDPOINT) return;
-  for (const key of S3_REQUIRED) {
-    if (!env[key]) ctx.addIssue({ code: 'custom', path: [key], message: `${key} is required with PIER_DATABASES_BACKUP_S3_ENDPOINT` });
-  }
-});
+const checkedEnv = databasesEnv.superRefine((env, ctx) => checkS3StoreEnv(S3, env, ctx));
 
 export type DatabasesConfig = z.infer<typeof databasesEnv>;
+
+/** The reconciler's grace: the seconds setting, else the deprecated milliseconds one, else 120 s. */
+export function pendingGraceMs(config: DatabasesConfig): number {
+  if (config.PIER_DATABASES_PENDING_GRACE_SECONDS !== undefined) return config.PIER_DATABASES_PENDING_GRACE_SECONDS * 1000;
+  return config.PIER_DATABASES_PENDING_GRACE_MS ?? 120_000;
+}
 
 export const readConfig = (env: NodeJS.ProcessEnv = process.env): DatabasesConfig => loadConfig(checkedEnv, env);

@@ -1,7 +1,7 @@
 import { KeyedMutex, clusterCallMetric, grpcClientMetric, startService, timedPort, watchCounts, type RunningService } from '@pier/kit';
 import { STATUSES } from './domain/database.ts';
 import { databasesByStatus } from './store/status-counts.ts';
-import type { DatabasesConfig } from './config.ts';
+import { pendingGraceMs, type DatabasesConfig } from './config.ts';
 import { migrations, SCHEMA } from './store/migrations.ts';
 import { KnexDatabasesStore } from './store/knex-store.ts';
 import { createCluster } from './cluster/factory.ts';
@@ -9,7 +9,7 @@ import { PostgresSql } from './sql/postgres.ts';
 import { MysqlSql } from './sql/mysql.ts';
 import type { DatabaseCluster } from './domain/cluster-port.ts';
 import type { DatabasesContext } from './domain/context.ts';
-import { Reconciler } from './domain/reconciler.ts';
+import { databasesReconciler } from './domain/reconciler.ts';
 import { BackupScheduler } from './domain/backup-scheduler.ts';
 import { GrpcVpcDirectory, UnconfiguredVpcDirectory } from './clients/auth-vpcs.ts';
 import { databasesRoutes } from './app.ts';
@@ -41,6 +41,9 @@ export function start(config: DatabasesConfig, options: StartOptions = {}): Prom
         known: STATUSES.filter((s) => s !== 'deleted'),
         read: () => databasesByStatus(db),
       });
+      if (config.PIER_DATABASES_PENDING_GRACE_MS !== undefined && config.PIER_DATABASES_PENDING_GRACE_SECONDS === undefined) {
+        logger.warn('PIER_DATABASES_PENDING_GRACE_MS is deprecated: set PIER_DATABASES_PENDING_GRACE_SECONDS instead');
+      }
       const store = new KnexDatabasesStore(db);
       const installation = await store.installationId();
       // Timed at the port's grain (apply, observe, backup…): the adapters call client libraries directly.
@@ -67,14 +70,17 @@ export function start(config: DatabasesConfig, options: StartOptions = {}): Prom
         now: () => new Date(),
         deadlines: {
           provisionMs: config.PIER_DATABASES_PROVISION_TIMEOUT_SECONDS * 1000,
-          pendingGraceMs: config.PIER_DATABASES_PENDING_GRACE_MS,
           deletedBackupsMs: config.PIER_DATABASES_DELETED_BACKUP_RETENTION_SECONDS * 1000,
         },
       };
       return {
         routes: databasesRoutes(ctx),
         background: [
-          new Reconciler(ctx, config.PIER_DATABASES_RECONCILE_INTERVAL_MS),
+          databasesReconciler(ctx, {
+            intervalMs: config.PIER_DATABASES_RECONCILE_INTERVAL_MS,
+            graceMs: pendingGraceMs(config),
+            sweepEveryMs: config.PIER_DATABASES_SWEEP_INTERVAL_SECONDS * 1000,
+          }),
           new BackupScheduler(ctx, config.PIER_DATABASES_BACKUP_SCHEDULER_INTERVAL_MS),
         ],
         checks: { cluster: () => cluster.ping() },

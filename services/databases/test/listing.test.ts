@@ -8,7 +8,7 @@ import { adminQuery, startDatabases, type Databases } from './support.ts';
 let h: Databases;
 beforeAll(async () => {
   // A long grace: the invisible rows this file writes must stay what they are, not be undone.
-  h = await startDatabases({ PIER_DATABASES_PENDING_GRACE_MS: '600000' });
+  h = await startDatabases({ PIER_DATABASES_PENDING_GRACE_SECONDS: '600' });
 });
 afterAll(async () => {
   await h?.stop();

@@ -64,7 +64,8 @@ export async function startDatabases(env: Record<string, string> = {}, options: 
     env: {
       PIER_DATABASES_HTTP_PORT: '0',
       PIER_DATABASES_RECONCILE_INTERVAL_MS: '500',
-      PIER_DATABASES_PENDING_GRACE_MS: '1000',
+      PIER_DATABASES_PENDING_GRACE_SECONDS: '1',
+      PIER_DATABASES_SWEEP_INTERVAL_SECONDS: '5',
       PIER_DATABASES_CONTAINER_LABELS: CONTAINER_LABELS,
       PIER_DATABASES_BACKUP_VOLUME: TEST_BACKUP_VOLUME,
       ...env,
@@ -113,7 +114,8 @@ export async function spawnDatabases(keys: IdentityKeys, db: TestDatabase): Prom
     // spawnService learns the port from the "listening" line.
     PIER_LOG_LEVEL: 'info',
     PIER_DATABASES_RECONCILE_INTERVAL_MS: '500',
-    PIER_DATABASES_PENDING_GRACE_MS: '1000',
+    PIER_DATABASES_PENDING_GRACE_SECONDS: '1',
+    PIER_DATABASES_SWEEP_INTERVAL_SECONDS: '5',
     PIER_DATABASES_CONTAINER_LABELS: CONTAINER_LABELS,
     PIER_DATABASES_BACKUP_VOLUME: TEST_BACKUP_VOLUME,
   };

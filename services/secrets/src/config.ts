@@ -37,6 +37,8 @@ export const secretsEnv = serviceEnv
      * request in flight. Well above the store call deadline (10 s).
      */
     PIER_SECRETS_PENDING_GRACE_SECONDS: z.coerce.number().positive().default(60),
+    /** How often the reconciler lists the store for objects no record accounts for (and at start-up). */
+    PIER_SECRETS_SWEEP_INTERVAL_SECONDS: z.coerce.number().positive('PIER_SECRETS_SWEEP_INTERVAL_SECONDS must be above 0').default(300),
   })
   .superRefine((env, ctx) => {
     if (env.PIER_CLUSTER === 'docker' && !env.PIER_SECRETS_STORE_KEY) {

@@ -1,9 +1,9 @@
-import { clusterCallMetric, startService, timedPort, type RunningService } from '@pier/kit';
+import { clusterCallMetric, startService, timedPort, type ReconcileReport, type ReconcileTimes, type RunningService } from '@pier/kit';
 import type { SecretsConfig } from './config.ts';
 import { createCluster } from './cluster/factory.ts';
 import type { SecretsCluster } from './domain/cluster-port.ts';
 import type { SecretsContext } from './domain/context.ts';
-import { Reconciler, type ReconcilerOptions } from './domain/reconciler.ts';
+import { secretsReconciler } from './domain/reconciler.ts';
 import { CallerCheck } from './grpc/caller.ts';
 import { secretsGrpcService } from './grpc/secrets-grpc.ts';
 import { secretsRoutes } from './app.ts';
@@ -15,13 +15,14 @@ export interface StartOptions {
   logDestination?: NodeJS.WritableStream;
   /** The cluster's secret store; built from the configuration (PIER_CLUSTER) when absent. */
   cluster?: SecretsCluster;
-  reconciler?: ReconcilerOptions;
+  /** Tests' lever: the reconciler's times instead of the configured ones. */
+  reconciler?: Partial<ReconcileTimes>;
 }
 
 export interface RunningSecrets extends RunningService {
   grpcPort: number;
   /** Runs one reconcile pass now (operators' and tests' lever). */
-  reconcile(): ReturnType<Reconciler['runOnce']>;
+  reconcile(): Promise<ReconcileReport>;
 }
 
 /** Starts secrets: its schema, its store, the reconciler (which first finishes what a crash left pending), HTTP and gRPC. */
@@ -45,8 +46,10 @@ export async function start(config: SecretsConfig, opts: StartOptions = {}): Pro
         eventsWritten: () => relay.poke(),
         now: () => new Date(),
       };
-      const reconciler = new Reconciler(ctx, config.PIER_SECRETS_RECONCILE_INTERVAL_SECONDS * 1000, {
-        staleAfterMs: config.PIER_SECRETS_PENDING_GRACE_SECONDS * 1000,
+      const reconciler = secretsReconciler(ctx, {
+        intervalMs: config.PIER_SECRETS_RECONCILE_INTERVAL_SECONDS * 1000,
+        graceMs: config.PIER_SECRETS_PENDING_GRACE_SECONDS * 1000,
+        sweepEveryMs: config.PIER_SECRETS_SWEEP_INTERVAL_SECONDS * 1000,
         ...opts.reconciler,
       });
       return {

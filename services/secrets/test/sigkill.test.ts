@@ -15,7 +15,7 @@ import { adminQuery, createTestDatabase, deathAt, infra, spawnService, until, ty
 
 /** The grace before a pending record counts as abandoned, and the pass interval, in this suite. */
 const GRACE_SECONDS = 2;
-/** How long the next process may take to converge after its start: the grace, a sweep (every 10th pass), slack. */
+/** How long the next process may take to converge after its start: the grace, a sweep (every 5 s), slack. */
 const CONVERGE_MS = 20_000;
 
 let db: TestDatabase;
@@ -82,6 +82,7 @@ beforeAll(async () => {
     PIER_SECRETS_STORE_KEY: randomBytes(32).toString('base64'),
     PIER_SECRETS_RECONCILE_INTERVAL_SECONDS: '0.5',
     PIER_SECRETS_PENDING_GRACE_SECONDS: String(GRACE_SECONDS),
+    PIER_SECRETS_SWEEP_INTERVAL_SECONDS: '5',
   };
   await spawn();
 });

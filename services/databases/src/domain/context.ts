@@ -23,11 +23,6 @@ export interface ExternalDomains {
 export interface Deadlines {
   /** A database still not healthy this long after provisioning is in `error`. */
   provisionMs: number;
-  /**
-   * A pending row younger than this may belong to a request still in flight (a server
-   * restart on an external-access toggle takes up to 90 s); the reconciler leaves it alone.
-   */
-  pendingGraceMs: number;
   /** A deleted database's backups (and archive) are kept this long, then purged. */
   deletedBackupsMs: number;
 }

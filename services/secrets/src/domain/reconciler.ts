@@ -1,106 +1,76 @@
-import { Periodic } from '@pier/kit';
+// Finishes what a crash interrupted (kit's Reconciler runs the loop, the grace and the
+// sweep's cadence; this file gives secrets' steps):
+//
+//   record left `creating`        undone: its values cannot be recovered from our side, and the
+//                                 caller saw no 201, so the store object and the record go
+//   record left `deleting`        finished: the store object goes, then the record with `secret.deleted`
+//   store object without a record deleted (a create whose undo could not reach the store)
+//   temporary file of a cut write deleted once older than the grace (docker's store)
+//
+// Secrets takes no per-secret lock and may run beside another instance, so a fresh
+// process cannot tell a sibling's request in flight from a crash's leftover: the grace
+// holds at start-up too (`soleInstance: false`), and a keyed retry settles its own
+// leftover at once (takeUpCreate).
+import { Reconciler, pendingStep, type ReconcileTimes, type SettleEach } from '@pier/kit';
 import type { SecretsContext } from './context.ts';
+import type { SecretRecord } from './records.ts';
 import { removeDeleted } from './delete-secret.ts';
 
-export interface ReconcileReport {
-  /** `creating` records undone: the caller never got a 201, so the create is rolled back. */
-  undone: number;
-  /** `deleting` records finished: the caller asked for the delete, so it is completed. */
-  deleted: number;
-  /** Store objects without any record (a create whose undo could not reach the store). */
-  swept: number;
-}
-
-export interface ReconcilerOptions {
-  /**
-   * A pending record younger than this may belong to a request still in flight; it is left
-   * alone. Well above the store call deadline (10 s), so only abandoned records qualify.
-   */
-  staleAfterMs?: number;
-  /** The sweep lists the whole store, so it runs on start-up and then every Nth pass. */
-  sweepEvery?: number;
-}
-
-/**
- * Finishes what a crash interrupted. A `creating` record is undone (its values cannot be
- * recovered from our side, and the caller saw no success); a `deleting` record is
- * finished. Then objects in the store that no record accounts for are removed.
- */
-export class Reconciler {
-  private readonly loop: Periodic;
-  private running?: Promise<ReconcileReport>;
-  private passes = 0;
-  private readonly staleAfterMs: number;
-  private readonly sweepEvery: number;
-
-  constructor(
-    private readonly ctx: SecretsContext,
-    intervalMs: number,
-    opts: ReconcilerOptions = {},
-  ) {
-    this.staleAfterMs = opts.staleAfterMs ?? 60_000;
-    this.sweepEvery = opts.sweepEvery ?? 10;
-    this.loop = new Periodic(() => this.runOnce(), intervalMs, {
+export function secretsReconciler(ctx: SecretsContext, times: ReconcileTimes): Reconciler {
+  const { store, cluster } = ctx;
+  const left = async (state: SecretRecord['state'], before: Date) => (await store.stalePending(before)).filter((r) => r.state === state);
+  const removeValues = (r: SecretRecord) => cluster.delete({ vpcId: r.vpcId, secretId: r.id });
+  return new Reconciler(
+    {
+      steps: [
+        pendingStep({
+          what: 'undo a create',
+          pending: (before) => left('creating', before),
+          key: (r) => r.id,
+          settle: async (r) => {
+            await removeValues(r);
+            return store.removeCreating(r.id);
+          },
+        }),
+        pendingStep({
+          what: 'finish a delete',
+          pending: (before) => left('deleting', before),
+          key: (r) => r.id,
+          settle: async (r) => {
+            await removeValues(r);
+            const removed = await removeDeleted(ctx, r.id);
+            if (removed) ctx.eventsWritten();
+            return removed;
+          },
+        }),
+      ],
+      sweep: (each) => sweep(ctx, each, times.graceMs),
+    },
+    {
+      service: 'secrets',
+      resources: 'secrets',
       log: ctx.log,
-      what: 'secrets reconcile pass',
-      describe: (err) => ({ cause: ctx.cluster.describeError(err) }),
-    });
-  }
+      now: () => ctx.now(),
+      soleInstance: false,
+      // A store's failure may echo what it was sent: only its description is logged.
+      describe: (err) => ({ cause: cluster.describeError(err) }),
+      ...times,
+    },
+  );
+}
 
-  /** One pass now (joins a pass already running). */
-  runOnce(): Promise<ReconcileReport> {
-    this.running ??= this.pass().finally(() => {
-      this.running = undefined;
-    });
-    return this.running;
-  }
-
-  /** A pass now, then one every interval. Failures are logged and retried next time. */
-  start(): void {
-    this.loop.start(() => this.runOnce());
-  }
-
-  stop(): Promise<void> {
-    return this.loop.stop();
-  }
-
-  private async pass(): Promise<ReconcileReport> {
-    const report: ReconcileReport = { undone: 0, deleted: 0, swept: 0 };
-    const { store, cluster, log } = this.ctx;
-    for (const record of await store.stalePending(this.staleAfterMs)) {
-      const id = { vpcId: record.vpcId, secretId: record.id };
-      try {
-        await cluster.delete(id);
-      } catch (err) {
-        log.warn({ secretId: record.id, cause: cluster.describeError(err) }, 'reconcile: secret store unreachable; will retry');
-        continue;
-      }
-      if (record.state === 'creating') {
-        if (await store.removeCreating(record.id)) report.undone++;
-      } else if (await removeDeleted(this.ctx, record.id)) {
-        report.deleted++;
-      }
-    }
-    if (report.deleted > 0) this.ctx.eventsWritten();
-    if (this.passes++ % this.sweepEvery === 0) report.swept = await this.sweep();
-    if (report.undone || report.deleted || report.swept) log.info(report, 'reconciled secrets left pending');
-    return report;
-  }
-
-  private async sweep(): Promise<number> {
-    const { store, cluster, log } = this.ctx;
-    // What a write cut short left beside the objects (sealed values under a temporary name).
-    const strays = (await cluster.removeStrays?.(this.staleAfterMs)) ?? 0;
-    if (strays > 0) log.info({ strays }, 'removed temporary files an interrupted store write left');
-    const objects = await cluster.list();
-    if (objects.length === 0) return 0;
-    const known = await store.existingIds(objects.map((o) => o.secretId));
-    let swept = 0;
-    for (const o of objects) {
-      if (known.has(o.secretId)) continue;
-      await cluster.delete(o);
-      swept++;
-    }
-    return swept;
-  }
+async function sweep(ctx: SecretsContext, each: SettleEach, graceMs: number): Promise<number> {
+  const { store, cluster, log } = ctx;
+  // What a write cut short left beside the objects (sealed values under a temporary name).
+  const strays = (await cluster.removeStrays?.(graceMs)) ?? 0;
+  if (strays > 0) log.info({ strays }, 'removed temporary files an interrupted store write left');
+  const objects = await cluster.list();
+  if (objects.length === 0) return 0;
+  const known = await store.existingIds(objects.map((o) => o.secretId));
+  return each(
+    'sweep an orphan',
+    objects.filter((o) => !known.has(o.secretId)),
+    (o) => o.secretId,
+    (o) => cluster.delete(o),
+  );
 }

@@ -26,8 +26,8 @@ export interface SecretsStore {
   revertDelete(id: string): Promise<void>;
   /** Removes a `deleting` record; the record removed, undefined when there was none. */
   removeDeleting(id: string): Promise<SecretRecord | undefined>;
-  /** Records left `creating` or `deleting` for longer than this. */
-  stalePending(olderThanMs: number): Promise<SecretRecord[]>;
+  /** Records left `creating` or `deleting` since before this (the oldest first, a bounded batch). */
+  stalePending(before: Date): Promise<SecretRecord[]>;
   /** Which of these ids have a record, in any state. */
   existingIds(ids: string[]): Promise<Set<string>>;
   /** Records of the VPC in any state: a pending one still occupies the VPC. */

@@ -96,13 +96,8 @@ export class KnexSecretsStore implements SecretsStore {
     return row ? toRecord(row as Row) : undefined;
   }
 
-  async stalePending(olderThanMs: number): Promise<SecretRecord[]> {
-    const rows: Row[] = await this.db('secrets')
-      .whereNot({ state: 'ready' })
-      .where('updated_at', '<', this.db.raw(`now() - make_interval(secs => ?)`, [olderThanMs / 1000]))
-      .orderBy('updated_at')
-      .limit(500)
-      .select(COLUMNS);
+  async stalePending(before: Date): Promise<SecretRecord[]> {
+    const rows: Row[] = await this.db('secrets').whereNot({ state: 'ready' }).where('updated_at', '<', before).orderBy('updated_at').limit(500).select(COLUMNS);
     return rows.map(toRecord);
   }
 

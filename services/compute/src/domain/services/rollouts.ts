@@ -6,7 +6,7 @@
 // the outcome visible — the deployment, the service's new configuration/environment, its
 // status and the events. An unreachable cluster deletes the pending row (503, nothing
 // written); a crash in between leaves the pending row, which recovery finishes.
-import { crashPoint, type Logger } from '@pier/kit';
+import { crashPoint } from '@pier/kit';
 import { WorkloadRejectedError } from '../cluster-port.ts';
 import { MissingSecretError } from '../env/secrets-port.ts';
 import type { ComputeStore } from '../store-port.ts';
@@ -134,31 +134,26 @@ export async function commitRollout(store: ComputeStore, pending: Deployment, fa
 }
 
 /**
- * Finishes rollouts a crash left pending: re-applies each (apply is idempotent) and
- * commits it; one whose service is gone is dropped. Run at start-up and now and then.
+ * Finishes a rollout a crash left pending (the reconciler, holding the service's lock):
+ * re-applies it (apply is idempotent) and commits it; one whose service is gone is
+ * dropped. False when a request of this process settled it meanwhile.
  */
-export async function finishPendingRollouts(ctx: ComputeContext, createdBefore: Date, log: Logger): Promise<number> {
-  let finished = 0;
-  for (const d of await ctx.store.pendingDeployments(createdBefore)) {
-    await ctx.locks.run(d.service_id, async () => {
-      // Re-read under the lock: a request of this process may have settled it meanwhile.
-      if ((await ctx.store.deploymentById(d.id))?.status !== 'pending') return;
-      const service = await ctx.store.serviceById(d.service_id);
-      if (!service || !service.provisioned || service.deleted_at || service.status === 'deleting') {
-        await ctx.store.deleteDeployment(d.id);
-        return;
-      }
-      let failure: string | null = null;
-      try {
-        await ctx.cluster.apply(specOf(service, d));
-      } catch (err) {
-        failure = failureOf(err);
-      }
-      await commitRollout(ctx.store, d, failure);
-      ctx.eventsWritten();
-      finished++;
-      log.info({ service: service.id, deployment: d.id }, 'finished a rollout left pending');
-    });
+export async function finishPendingRollout(ctx: ComputeContext, d: Deployment): Promise<boolean> {
+  // Re-read under the lock: a request of this process may have settled it meanwhile.
+  if ((await ctx.store.deploymentById(d.id))?.status !== 'pending') return false;
+  const service = await ctx.store.serviceById(d.service_id);
+  if (!service || !service.provisioned || service.deleted_at || service.status === 'deleting') {
+    await ctx.store.deleteDeployment(d.id);
+    return true;
   }
-  return finished;
+  let failure: string | null = null;
+  try {
+    await ctx.cluster.apply(specOf(service, d));
+  } catch (err) {
+    failure = failureOf(err);
+  }
+  await commitRollout(ctx.store, d, failure);
+  ctx.eventsWritten();
+  ctx.log.info({ service: service.id, deployment: d.id }, 'finished a rollout left pending');
+  return true;
 }
