@@ -1,6 +1,6 @@
 import { vpcUsageRoute, type Route } from '@pier/kit';
 import type { DatabasesContext } from './domain/context.ts';
-import { countDatabases } from './domain/live-status.ts';
+import { countDatabases } from './domain/status-refresh.ts';
 import { databaseRoutes } from './http/routes.ts';
 import { backupRoutes } from './http/backup-routes.ts';
 

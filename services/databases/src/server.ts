@@ -10,7 +10,7 @@ import { MysqlSql } from './sql/mysql.ts';
 import type { DatabaseCluster } from './domain/cluster-port.ts';
 import type { DatabasesContext } from './domain/context.ts';
 import { databasesReconciler } from './domain/reconciler.ts';
-import { BackupScheduler } from './domain/backup-scheduler.ts';
+import { BackupWorker } from './domain/backup-worker.ts';
 import { GrpcVpcDirectory, UnconfiguredVpcDirectory } from './clients/auth-vpcs.ts';
 import { databasesRoutes } from './app.ts';
 
@@ -81,7 +81,7 @@ export function start(config: DatabasesConfig, options: StartOptions = {}): Prom
             graceMs: pendingGraceMs(config),
             sweepEveryMs: config.PIER_DATABASES_SWEEP_INTERVAL_SECONDS * 1000,
           }),
-          new BackupScheduler(ctx, config.PIER_DATABASES_BACKUP_SCHEDULER_INTERVAL_MS),
+          new BackupWorker(ctx, config.PIER_DATABASES_BACKUP_SCHEDULER_INTERVAL_MS),
         ],
         checks: { cluster: () => cluster.ping() },
         describe: { cluster: cluster.capabilities.adapter, installation },

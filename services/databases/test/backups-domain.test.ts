@@ -3,7 +3,7 @@
 // images' `pier-backup list` and a server's health output.
 import { describe, expect, it } from 'vitest';
 import type Docker from 'dockerode';
-import { backupNameAt, defaultSchedule, type BackupRecord } from '../src/domain/backup.ts';
+import { backupNameAt, defaultSchedule, type BackupRecord } from '../src/domain/backup-records.ts';
 import { resolveSchedule } from '../src/domain/backup-schedule.ts';
 import { parseTargetTime } from '../src/domain/restore.ts';
 import { recoveryWindow } from '../src/domain/backups.ts';

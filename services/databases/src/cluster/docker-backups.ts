@@ -1,5 +1,5 @@
-import type { BackupMethod } from '../domain/backup.ts';
-import { BACKUP_METHODS } from '../domain/backup.ts';
+import type { BackupMethod } from '../domain/backup-records.ts';
+import { BACKUP_METHODS } from '../domain/backup-records.ts';
 import type { RepositoryBackup, RepositoryListing } from '../domain/cluster-port.ts';
 
 // What the images' `pier-backup list` prints (deploy/images/*/pier-backup), read into the

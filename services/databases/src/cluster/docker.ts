@@ -4,7 +4,7 @@ import { vpcNetwork, UnavailableError, ConflictError, dockerStatusOf } from '@pi
 import { ensureVpcNetwork, type VpcNetworkFacts } from '@pier/kit/docker';
 import type { ClusterCapabilities } from '../domain/capabilities.ts';
 import { appUserOf, CONSOLE_USER, shortIdOf, type Engine } from '../domain/database.ts';
-import type { BackupMethod } from '../domain/backup.ts';
+import type { BackupMethod } from '../domain/backup-records.ts';
 import { renderPgHba, renderMysqlAccess, type AccessPolicy } from '../domain/access.ts';
 import type { Observation } from '../domain/status.ts';
 import { lastHealthOutput, needsHealthOutput, observeParts } from './docker-observe.ts';

@@ -1,4 +1,4 @@
-import { BACKUP_METHODS, type BackupMethod } from '../domain/backup.ts';
+import { BACKUP_METHODS, type BackupMethod } from '../domain/backup-records.ts';
 import type { RepositoryBackup, RepositoryListing } from '../domain/cluster-port.ts';
 import { LABELS } from './kubernetes-meta.ts';
 

@@ -1,5 +1,5 @@
 import { vpcNamespace } from '@pier/kit';
-import type { BackupMethod } from '../domain/backup.ts';
+import type { BackupMethod } from '../domain/backup-records.ts';
 import type { ClusterDatabase, ClusterRef } from '../domain/cluster-port.ts';
 import type { S3Store } from './backup-store.ts';
 import { BACKUP_COMPONENT, CNPG, LABELS, MOCO, meta, names, secretEnv, type Manifest } from './kubernetes-meta.ts';
@@ -7,7 +7,7 @@ import { BACKUP_COMPONENT, CNPG, LABELS, MOCO, meta, names, secretEnv, type Mani
 // Backups on the kubernetes adapter, as manifests (pure functions, validated in tests) and
 // the places in the bucket where the operators put them.
 //
-// Pier's own scheduler (domain/backup-scheduler.ts) starts every backup on both adapters
+// Pier's own scheduler (domain/backup-worker.ts) starts every backup on both adapters
 // (`startBackup(..., 'scheduled')`) and applies count-based retention, which neither
 // CloudNativePG's time-based `retentionPolicy` nor MOCO can express. So every backup here is
 // one on-demand object, labelled with its name and method so that listing is one call:

@@ -6,7 +6,7 @@ import type { ClusterCapabilities } from '../domain/capabilities.ts';
 import { appUserOf, CONSOLE_USER, shortIdOf, type Engine } from '../domain/database.ts';
 import type { ExternalDomains } from '../domain/context.ts';
 import type { Observation } from '../domain/status.ts';
-import type { BackupMethod } from '../domain/backup.ts';
+import type { BackupMethod } from '../domain/backup-records.ts';
 import { observeCnpg, observeMoco, type K8sObject } from './kubernetes-observe.ts';
 import type { ClusterDatabase, ClusterRef, Credentials, DatabaseCluster, Endpoints, RepositoryListing, SqlTarget } from '../domain/cluster-port.ts';
 import { CNPG, MOCO, LABELS, SELECTOR, backupSelector, names, type KubernetesSettings, type Manifest } from './kubernetes-meta.ts';

@@ -1,9 +1,9 @@
 // PATCH backups/schedule: when a database is backed up by itself and how many of those
-// backups are kept. Pier's own scheduler (backup-scheduler.ts) runs the schedules on
+// backups are kept. Pier's own scheduler (backup-worker.ts) runs the schedules on
 // every cluster adapter, so a schedule means the same wherever the database runs. A
 // change is a write of our own records only: no cluster call.
 import { cronScheduleProblem, InputError, nextFireTime } from '@pier/kit';
-import { defaultSchedule, RETENTION_COUNT, type BackupSchedule } from './backup.ts';
+import { defaultSchedule, RETENTION_COUNT, type BackupSchedule } from './backup-records.ts';
 import { events } from './events.ts';
 import { findMutable, type DatabasesContext, type Scope } from './context.ts';
 

@@ -5,7 +5,7 @@
 // between is finished by the reconciler (starting the same name again does nothing).
 import { ConflictError, NotFoundError, UnavailableError, crashPoint, type Page, type PageRequest } from '@pier/kit';
 import type { DatabaseRecord } from './database.ts';
-import { backupNameAt, type BackupMethod, type BackupRecord, type RecoveryWindow } from './backup.ts';
+import { backupNameAt, type BackupMethod, type BackupRecord, type RecoveryWindow } from './backup-records.ts';
 import type { RepositoryBackup, RepositoryListing } from './cluster-port.ts';
 import { events } from './events.ts';
 import { findMutable, findWithBackups, refOf, requireRunning, type DatabasesContext, type Scope } from './context.ts';

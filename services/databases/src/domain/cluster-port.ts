@@ -6,7 +6,7 @@ import type { Duplex } from 'node:stream';
 import type { InstanceType } from '@pier/kit';
 import type { ClusterCapabilities } from './capabilities.ts';
 import type { Engine } from './database.ts';
-import type { BackupMethod, BackupStatus } from './backup.ts';
+import type { BackupMethod, BackupStatus } from './backup-records.ts';
 import type { Observation } from './status.ts';
 
 /** Everything an adapter needs to run one database. */

@@ -4,7 +4,7 @@ import type { Credentials, Endpoints } from './cluster-port.ts';
 import type { Engine } from './database.ts';
 import { databaseDeleting } from './errors.ts';
 import { activeCidrs, clusterView, type DatabasesContext, type Scope } from './context.ts';
-import { getDatabase } from './live-status.ts';
+import { getDatabase } from './status-refresh.ts';
 
 /** Where clients outside the platform connect; null while external access is off (or has no address yet). */
 export interface ExternalEndpoint {

@@ -3,7 +3,7 @@
 import type { QueryResult, SlowQuery, TableSchema } from './sql-port.ts';
 import type { DatabaseRecord } from './database.ts';
 import { requireRunning, type DatabasesContext, type Scope } from './context.ts';
-import { getDatabase } from './live-status.ts';
+import { getDatabase } from './status-refresh.ts';
 
 async function running(ctx: DatabasesContext, scope: Scope, id: string): Promise<DatabaseRecord> {
   return requireRunning(await getDatabase(ctx, scope, id));

@@ -1,6 +1,5 @@
 // The records the databases service keeps, and the names derived from them.
 import type { InstanceType } from '@pier/kit';
-import type { RestoreSource } from './backup.ts';
 
 export const ENGINES = ['postgresql', 'mysql'] as const;
 export type Engine = (typeof ENGINES)[number];
@@ -82,3 +81,21 @@ export function appUserOf(shortId: string): string {
 
 /** The role the control plane itself uses for the console, schema and slow queries. */
 export const CONSOLE_USER = 'pier_console';
+
+/** What a database made from another's backup (a restore or a fork) was made from. */
+export interface RestoreSource {
+  kind: 'restore' | 'fork';
+  databaseId: string;
+  shortId: string;
+  vpcId: string;
+  engine: Engine;
+  /** The backup restored; for a point-in-time restore, the newest one before the target. */
+  backupName: string;
+  /**
+   * The repository id of the backup to restore from. Null for a point-in-time restore
+   * without a named backup: the backup tool picks the newest one before the target.
+   */
+  backupRef: string | null;
+  /** postgresql: recover to this instant (ISO 8601) instead of the end of the backup. */
+  targetTime: string | null;
+}

@@ -3,7 +3,7 @@
 // pier.events.<workspace>.<vpc>.<kind>.<database id>. Never a password.
 import type { PierEvent } from '@pier/kit';
 import type { AllowlistRule, DatabaseRecord, DatabaseStatus } from './database.ts';
-import type { BackupRecord, BackupSchedule } from './backup.ts';
+import type { BackupRecord, BackupSchedule } from './backup-records.ts';
 
 function event(db: DatabaseRecord, kind: string, data: Record<string, unknown>): PierEvent {
   return { kind, workspaceId: db.workspaceId, vpcId: db.vpcId, resourceId: db.id, data };

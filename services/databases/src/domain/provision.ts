@@ -6,8 +6,8 @@
 // between leaves the invisible row, which the reconciler undoes.
 import { randomUUID } from 'node:crypto';
 import { crashPoint, nextFireTime } from '@pier/kit';
-import { shortIdOf, type DatabaseRecord } from './database.ts';
-import { defaultSchedule, RETENTION_COUNT, type RestoreSource } from './backup.ts';
+import { shortIdOf, type DatabaseRecord, type RestoreSource } from './database.ts';
+import { defaultSchedule, RETENTION_COUNT } from './backup-records.ts';
 import { resolveProvision, type ProvisionInput, type ProvisionSpec } from './rules.ts';
 import { ShortIdTaken } from './errors.ts';
 import { events } from './events.ts';

@@ -23,7 +23,7 @@ import { finishPendingChange } from './update.ts';
 import { settlePendingRules } from './allowlist.ts';
 import { finishTeardown } from './delete.ts';
 import { finishBackupDelete, finishPendingBackup } from './backups.ts';
-import { resynced } from './live-status.ts';
+import { resynced } from './status-refresh.ts';
 
 export function databasesReconciler(ctx: DatabasesContext, times: ReconcileTimes): Reconciler {
   const { store } = ctx;

@@ -6,8 +6,8 @@
 // When the source has no completed backup yet, a backup is started (`triggered`) and the
 // call is a 409 `backup_pending`; the same call succeeds once that backup has completed.
 import { ConflictError, InputError, NotFoundError, isUuid } from '@pier/kit';
-import type { DatabaseRecord } from './database.ts';
-import type { BackupRecord, RestoreSource } from './backup.ts';
+import type { DatabaseRecord, RestoreSource } from './database.ts';
+import type { BackupRecord } from './backup-records.ts';
 import { checkName, type ProvisionSpec } from './rules.ts';
 import { backupNotFound, recoveryWindow, resyncBackups, sealArchive, startBackup } from './backups.ts';
 import { createDatabase } from './provision.ts';

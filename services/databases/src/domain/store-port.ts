@@ -3,7 +3,7 @@
 // rows; the background work also sees the rows a request (or a crash) left pending.
 import type { Page, PageRequest, PierEvent } from '@pier/kit';
 import type { AllowlistRule, DatabaseRecord, DatabaseStatus, PendingChange, RuleState } from './database.ts';
-import type { BackupMethod, BackupRecord, BackupSchedule, BackupStatus } from './backup.ts';
+import type { BackupMethod, BackupRecord, BackupSchedule, BackupStatus } from './backup-records.ts';
 
 export type NewDatabase = Pick<
   DatabaseRecord,

@@ -1,6 +1,6 @@
 import { NotFoundError, defineRoute, pageQuery, listBody, errorBodySchema, vpcScope, vpcPathParams, type Route } from '@pier/kit';
 import type { DatabasesContext } from '../domain/context.ts';
-import { getDatabase, listDatabases } from '../domain/live-status.ts';
+import { getDatabase, listDatabases } from '../domain/status-refresh.ts';
 import { provisionDatabase } from '../domain/provision.ts';
 import { updateDatabase } from '../domain/update.ts';
 import { deleteDatabase } from '../domain/delete.ts';

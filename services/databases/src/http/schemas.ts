@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ENGINES, STATUSES } from '../domain/database.ts';
-import { BACKUP_METHODS, BACKUP_STATUSES, RETENTION_COUNT } from '../domain/backup.ts';
+import { BACKUP_METHODS, BACKUP_STATUSES, RETENTION_COUNT } from '../domain/backup-records.ts';
 import { INSTANCE_TYPE_NAMES, listOf, vpcPathParams } from '@pier/kit';
 
 // Request and response contracts of the databases API. The same schemas validate

@@ -2,7 +2,7 @@
 // connection's external endpoints follow the spec's URL shapes and are given only with
 // external access on.
 import type { AllowlistRule, DatabaseRecord, Engine } from '../domain/database.ts';
-import type { BackupRecord, BackupSchedule, RecoveryWindow } from '../domain/backup.ts';
+import type { BackupRecord, BackupSchedule, RecoveryWindow } from '../domain/backup-records.ts';
 import type { Credentials } from '../domain/cluster-port.ts';
 import type { ConnectionDetails } from '../domain/connection.ts';
 

@@ -1,6 +1,6 @@
 import { insertForKey, keysetPage, mapPage, translatePgError, writeEvent, type Knex, type Page, type PageRequest, type PierEvent } from '@pier/kit';
 import type { AllowlistRule, DatabaseRecord, DatabaseStatus, PendingChange, RuleState } from '../domain/database.ts';
-import type { BackupMethod, BackupRecord, BackupSchedule, BackupStatus } from '../domain/backup.ts';
+import type { BackupMethod, BackupRecord, BackupSchedule, BackupStatus } from '../domain/backup-records.ts';
 import { backupFromRow, fromRow, ruleFromRow, scheduleFromRow, type BackupRow, type DatabaseRow, type RuleRow, type ScheduleRow } from './rows.ts';
 import type { AdoptedBackup, BackupSync, DatabasesStore, NewDatabase } from '../domain/store-port.ts';
 import { ShortIdTaken } from '../domain/errors.ts';

@@ -1,5 +1,5 @@
 import { createIdempotencyTable, createOutboxTable, nextFireTime, type Migration } from '@pier/kit';
-import { BACKUP_METHODS, BACKUP_STATUSES, defaultSchedule, RETENTION_COUNT } from '../domain/backup.ts';
+import { BACKUP_METHODS, BACKUP_STATUSES, defaultSchedule, RETENTION_COUNT } from '../domain/backup-records.ts';
 
 export const SCHEMA = 'databases';
 

@@ -1,6 +1,6 @@
 // The databases schema's rows (snake_case, as stored) and the records they become.
-import type { AllowlistRule, DatabaseRecord, DatabaseStatus, PendingChange, RuleState } from '../domain/database.ts';
-import type { BackupMethod, BackupRecord, BackupSchedule, BackupStatus, RestoreSource } from '../domain/backup.ts';
+import type { AllowlistRule, DatabaseRecord, DatabaseStatus, PendingChange, RestoreSource, RuleState } from '../domain/database.ts';
+import type { BackupMethod, BackupRecord, BackupSchedule, BackupStatus } from '../domain/backup-records.ts';
 
 export interface DatabaseRow {
   id: string;

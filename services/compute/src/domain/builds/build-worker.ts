@@ -127,11 +127,11 @@ export class BuildWorker implements BuildRunner {
       const current = await tx.lockBuild(b.id);
       if (current?.status !== 'queued') return undefined;
       if (!service || service.deleted_at || service.status === 'deleting') {
-        const failed = await tx.updateBuild(b.id, { status: 'failed', error: 'the service was deleted before the build started', finished_at: new Date() });
+        const failed = await tx.updateBuild(b.id, { status: 'failed', error: 'the service was deleted before the build started', finished_at: this.ctx.now() });
         if (service) await tx.writeEvent(events.build(service, failed));
         return undefined;
       }
-      const started = await tx.updateBuild(b.id, { status: 'running', started_at: new Date() });
+      const started = await tx.updateBuild(b.id, { status: 'running', started_at: this.ctx.now() });
       await tx.writeEvent(events.build(service, started));
       return started;
     });
@@ -288,7 +288,7 @@ export class BuildWorker implements BuildRunner {
   /** Uploaded sources whose build is over, or was never recorded (a crash during the upload), are removed. */
   private async sweepSources(): Promise<void> {
     const active = await this.ctx.builds.store.activeBuildIds();
-    const stale = await this.ctx.builds.sources.stale(new Date(Date.now() - SOURCE_GRACE_MS));
+    const stale = await this.ctx.builds.sources.stale(new Date(this.ctx.now().getTime() - SOURCE_GRACE_MS));
     for (const id of stale) if (!active.has(id) && !this.running.has(id)) await this.ctx.builds.sources.remove(id);
   }
 }

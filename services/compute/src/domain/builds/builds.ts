@@ -133,7 +133,7 @@ export async function cancelBuild(ctx: ComputeContext, scope: Scope, serviceId: 
     if (FINISHED.includes(b.status)) throw new ConflictError(`the build already finished (${b.status})`, 'build_finished');
     if (b.image) throw new ConflictError('the build finished and its image is being deployed', 'build_deploying');
     if (b.status === 'queued') {
-      const cancelled = await tx.updateBuild(b.id, { status: 'cancelled', error: 'cancelled before it started', finished_at: new Date() });
+      const cancelled = await tx.updateBuild(b.id, { status: 'cancelled', error: 'cancelled before it started', finished_at: ctx.now() });
       await tx.writeEvent(events.build(service, cancelled));
       return cancelled;
     }
@@ -167,7 +167,7 @@ export async function settleBuild(
       error: outcome.error ?? null,
       ...(outcome.image !== undefined ? { image: outcome.image } : {}),
       ...(outcome.deployment_id !== undefined ? { deployment_id: outcome.deployment_id } : {}),
-      finished_at: new Date(),
+      finished_at: ctx.now(),
     });
     await tx.writeEvent(events.build(service, after));
     return after;

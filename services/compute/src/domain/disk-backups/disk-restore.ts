@@ -159,7 +159,7 @@ async function startReplicas(ctx: ComputeContext, s: Service, d: Deployment, sig
 async function finish(ctx: ComputeContext, s: Service, r: DiskRestore, outcome: Outcome, error: string | null): Promise<Service> {
   const service = await ctx.disks.store.transaction(async (tx) => {
     const before = (await tx.services.lockService(s.id))!;
-    const restore = await tx.updateRestore(r.id, { status: error === null ? 'completed' : 'failed', error, finished_at: new Date() });
+    const restore = await tx.updateRestore(r.id, { status: error === null ? 'completed' : 'failed', error, finished_at: ctx.now() });
     let after = before;
     if (before.status === 'restoring') {
       after = await tx.services.updateService(s.id, { status: outcome.status, status_message: outcome.message });

@@ -9,7 +9,6 @@
 import { crashPoint } from '@pier/kit';
 import { WorkloadRejectedError } from '../cluster-port.ts';
 import { MissingSecretError } from '../env/secrets-port.ts';
-import type { ComputeStore } from '../store-port.ts';
 import { events } from '../events.ts';
 import { referencesOf, type EnvEntry } from '../env/env-input.ts';
 import type { ServiceConfig } from './service-config.ts';
@@ -70,7 +69,7 @@ export async function rollout(ctx: ComputeContext, service: Service, req: Rollou
   }
   // The cluster runs it, the records do not have it yet: recovery applies it again and commits.
   if (failure === null) crashPoint('compute.rollout.applied');
-  const result = await commitRollout(ctx.store, pending, failure);
+  const result = await commitRollout(ctx, pending, failure);
   ctx.eventsWritten();
   // Committed `deploying`, the client not answered: the reconciler settles it running.
   crashPoint('compute.rollout.committed');
@@ -81,11 +80,11 @@ export async function rollout(ctx: ComputeContext, service: Service, req: Rollou
  * Makes a deployment that the cluster accepted (or that failed before reaching it)
  * visible, with everything it changes. Also how recovery finishes a pending one.
  */
-export async function commitRollout(store: ComputeStore, pending: Deployment, failure: string | null): Promise<RolloutResult> {
-  return store.transaction(async (tx) => {
+export async function commitRollout(ctx: ComputeContext, pending: Deployment, failure: string | null): Promise<RolloutResult> {
+  return ctx.store.transaction(async (tx) => {
     const before = await tx.lockService(pending.service_id);
     if (!before) throw new Error(`service ${pending.service_id} vanished during a rollout`);
-    const now = new Date();
+    const now = ctx.now();
     await tx.updateDeployment(pending.id, {
       status: failure === null ? 'deploying' : 'failed',
       message: failure,
@@ -152,7 +151,7 @@ export async function finishPendingRollout(ctx: ComputeContext, d: Deployment): 
   } catch (err) {
     failure = failureOf(err);
   }
-  await commitRollout(ctx.store, d, failure);
+  await commitRollout(ctx, d, failure);
   ctx.eventsWritten();
   ctx.log.info({ service: service.id, deployment: d.id }, 'finished a rollout left pending');
   return true;

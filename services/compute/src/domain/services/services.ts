@@ -137,7 +137,7 @@ export async function teardown(ctx: ComputeContext, service: Service): Promise<v
       const before = await tx.lockService(service.id);
       if (!before || before.deleted_at) return;
       await tx.supersedeRollouts(service.id, '00000000-0000-0000-0000-000000000000');
-      const after = await tx.updateService(service.id, { status: 'deleted', status_message: null, deleted_at: new Date() });
+      const after = await tx.updateService(service.id, { status: 'deleted', status_message: null, deleted_at: ctx.now() });
       await tx.writeEvent(events.statusChanged(after, before.status, 'deleted', null));
       await tx.writeEvent(events.deleted(after));
     });

@@ -1,8 +1,5 @@
 // Backups as the databases service keeps them: a record per backup (resynced from the
-// backup repository on every read), a schedule per database, and what a database made
-// from another's backup was made from.
-import type { Engine } from './database.ts';
-
+// backup repository on every read) and a schedule per database.
 export const BACKUP_STATUSES = ['running', 'completed', 'failed'] as const;
 export type BackupStatus = (typeof BACKUP_STATUSES)[number];
 
@@ -68,22 +65,4 @@ export function backupNameAt(at: Date): string {
 export interface RecoveryWindow {
   earliest: Date;
   latest: Date;
-}
-
-/** What a database made from another's backup (a restore or a fork) was made from. */
-export interface RestoreSource {
-  kind: 'restore' | 'fork';
-  databaseId: string;
-  shortId: string;
-  vpcId: string;
-  engine: Engine;
-  /** The backup restored; for a point-in-time restore, the newest one before the target. */
-  backupName: string;
-  /**
-   * The repository id of the backup to restore from. Null for a point-in-time restore
-   * without a named backup: the backup tool picks the newest one before the target.
-   */
-  backupRef: string | null;
-  /** postgresql: recover to this instant (ISO 8601) instead of the end of the backup. */
-  targetTime: string | null;
 }

@@ -13,13 +13,13 @@
 // cannot do now is tried again at the next pass.
 import { ConflictError, Periodic, nextFireTime } from '@pier/kit';
 import type { DatabaseRecord } from './database.ts';
-import type { BackupRecord, BackupSchedule } from './backup.ts';
+import type { BackupRecord, BackupSchedule } from './backup-records.ts';
 import { refuseNeeded, removeBackup, resyncBackups, startBackup } from './backups.ts';
 import { scheduleOf } from './backup-schedule.ts';
 import { events } from './events.ts';
 import { refOf, type DatabasesContext } from './context.ts';
 
-export class BackupScheduler {
+export class BackupWorker {
   private readonly loop: Periodic;
 
   constructor(
