@@ -36,4 +36,5 @@ export * from './url-guard.ts';
 export * from './query-params.ts';
 export * from './backup-store.ts';
 export * from './idempotency.ts';
+export * from './installation.ts';
 export * from './auth-epoch.ts';

@@ -14,7 +14,7 @@ export interface StartOptions {
   /** Where log lines go; standard output when absent. */
   logDestination?: NodeJS.WritableStream;
   /** The cluster's secret store; built from the configuration (PIER_CLUSTER) when absent. */
-  cluster?: SecretsCluster;
+  cluster?: (installation: string) => SecretsCluster;
   /** Tests' lever: the reconciler's times instead of the configured ones. */
   reconciler?: Partial<ReconcileTimes>;
 }
@@ -38,9 +38,11 @@ export async function start(config: SecretsConfig, opts: StartOptions = {}): Pro
       const caller = await CallerCheck.create(config.PIER_COMPUTE_SERVICE_PUBLIC_KEY);
       if (!config.PIER_COMPUTE_SERVICE_PUBLIC_KEY) logger.warn('PIER_COMPUTE_SERVICE_PUBLIC_KEY is not set: every gRPC call will be refused');
       // Timed as `store.<method>`: the operation names /metrics has always given the secret store's calls.
-      const cluster = timedPort(opts.cluster ?? createCluster(config), 'store', clusterCallMetric(metrics));
+      const store = new KnexSecretsStore(db);
+      const installation = await store.installationId();
+      const cluster = timedPort((opts.cluster ?? ((id) => createCluster(config, id)))(installation), 'store', clusterCallMetric(metrics));
       const ctx: SecretsContext = {
-        store: new KnexSecretsStore(db),
+        store,
         cluster,
         log: logger,
         eventsWritten: () => relay.poke(),

@@ -15,6 +15,8 @@ describe('secrets on kubernetes', () => {
   let h: Harness;
   let kubeconfig: string;
   const ns = () => vpcNamespace(h.vpcId);
+  /** The installation id the service labels its Secrets with (its schema's one row). */
+  const installation = async () => (await adminQuery<{ id: string }>(h.db.adminUrl, 'select id from secrets.installation'))[0]!.id;
 
   beforeAll(async () => {
     fake = await new FakeKubernetes().start();
@@ -72,7 +74,7 @@ describe('secrets on kubernetes', () => {
          values ($1, $2, $3, '{K}', $4, now() - interval '10 minutes') returning id`,
         [h.workspaceId, h.vpcId, name, state],
       );
-      fake.seed(secretManifest({ workspaceId: h.workspaceId, vpcId: h.vpcId, secretId: row!.id, name }, { K: 'v' }));
+      fake.seed(secretManifest({ workspaceId: h.workspaceId, vpcId: h.vpcId, secretId: row!.id, name }, { K: 'v' }, await installation()));
       return row!.id;
     };
     const creating = await leave('left-creating', 'creating');
@@ -82,6 +84,18 @@ describe('secrets on kubernetes', () => {
     expect((await secretRows(h.db.adminUrl)).filter((r) => r.id === creating || r.id === deleting)).toEqual([]);
     expect(fake.get('v1', 'Secret', ns(), secretObjectName(creating))).toBeUndefined();
     expect(fake.get('v1', 'Secret', ns(), secretObjectName(deleting))).toBeUndefined();
+  });
+
+  it("sweeps its own Secrets without a record, never another installation's on the same cluster", async () => {
+    const orphan = { workspaceId: h.workspaceId, vpcId: h.vpcId, secretId: crypto.randomUUID(), name: 'orphan' };
+    const theirs = { ...orphan, secretId: crypto.randomUUID(), name: 'theirs' };
+    fake.seed(secretManifest(orphan, { K: 'v' }, await installation()));
+    fake.seed(secretManifest(theirs, { K: 'v' }, crypto.randomUUID()));
+    // The sweep runs in the start-up pass.
+    await h.restart();
+    await h.running.reconcile();
+    expect(fake.get('v1', 'Secret', ns(), secretObjectName(orphan.secretId))).toBeUndefined();
+    expect(fake.get('v1', 'Secret', ns(), secretObjectName(theirs.secretId))).toBeDefined();
   });
 
   it('answers 503 cluster_unavailable and writes nothing when the API server is unreachable', async () => {

@@ -5,6 +5,8 @@ import { kubeConfigFrom } from '@pier/kit/kubernetes';
 import { FakeKubernetes, freePort } from '@pier/testing';
 import { KubernetesSecretStore } from '../src/cluster/kubernetes.ts';
 
+const INSTALLATION = crypto.randomUUID();
+
 describe('kubernetes secret store (against a fake API server)', () => {
   let fake: FakeKubernetes;
   let store: KubernetesSecretStore;
@@ -13,7 +15,7 @@ describe('kubernetes secret store (against a fake API server)', () => {
 
   beforeAll(async () => {
     fake = await new FakeKubernetes().start();
-    store = new KubernetesSecretStore(kubeConfigFrom(await fake.writeKubeconfig()));
+    store = new KubernetesSecretStore(kubeConfigFrom(await fake.writeKubeconfig()), INSTALLATION);
   });
   afterAll(() => fake.stop());
 
@@ -30,6 +32,7 @@ describe('kubernetes secret store (against a fake API server)', () => {
       'pier.dev/vpc-id': ref.vpcId,
       'pier.dev/secret-id': ref.secretId,
       'pier.dev/secret-name': 'db-creds',
+      'pier.dev/installation': INSTALLATION,
     });
     expect(Buffer.from(s.data.PASSWORD, 'base64').toString()).toBe('hunter2');
     expect(await store.read(ref)).toEqual({ PASSWORD: 'hunter2', NOTE: 'ünï' });
@@ -59,6 +62,20 @@ describe('kubernetes secret store (against a fake API server)', () => {
     for (const body of sent) expect(() => new Secret(body as never).validate()).not.toThrow();
   });
 
+  it("lists only its own installation's Secrets: another Pier on the same cluster never sweeps them", async () => {
+    // Two installations (say, a staging and a production Pier) share one cluster; each
+    // sweeps what its list returns and its records do not know.
+    const other = new KubernetesSecretStore(kubeConfigFrom(await fake.writeKubeconfig()), 'another-installation');
+    const theirs = { ...ref, secretId: crypto.randomUUID(), name: 'theirs' };
+    await other.apply(theirs, { A: 'x' });
+    await store.apply(ref, { B: 'y' });
+    expect(fake.get('v1', 'Secret', ns, secretObjectName(ref.secretId))!.metadata.labels).toMatchObject({ 'pier.dev/installation': INSTALLATION });
+    expect(await store.list()).toEqual([{ vpcId: ref.vpcId, secretId: ref.secretId }]);
+    expect(await other.list()).toEqual([{ vpcId: theirs.vpcId, secretId: theirs.secretId }]);
+    await store.delete(ref);
+    await other.delete(theirs);
+  });
+
   it('fails when the API server cannot be reached', async () => {
     const kc = new KubeConfig();
     kc.loadFromOptions({
@@ -67,7 +84,7 @@ describe('kubernetes secret store (against a fake API server)', () => {
       contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
       currentContext: 'x',
     });
-    const down = new KubernetesSecretStore(kc, 2000);
+    const down = new KubernetesSecretStore(kc, INSTALLATION, 2000);
     await expect(down.apply(ref, { A: 'x' })).rejects.toThrow(/ECONNREFUSED/);
     await expect(down.delete(ref)).rejects.toThrow(/ECONNREFUSED/);
     await expect(down.read(ref)).rejects.toThrow(/ECONNREFUSED/);

@@ -1,4 +1,15 @@
-import { insertForKey, keysetPage, mapPage, translatePgError, writeEvent, type Knex, type Page, type PageRequest, type PierEvent } from '@pier/kit';
+import {
+  insertForKey,
+  keysetPage,
+  mapPage,
+  readInstallationId,
+  translatePgError,
+  writeEvent,
+  type Knex,
+  type Page,
+  type PageRequest,
+  type PierEvent,
+} from '@pier/kit';
 import type { AllowlistRule, DatabaseRecord, DatabaseStatus, PendingChange, RuleState } from '../domain/database.ts';
 import type { BackupMethod, BackupRecord, BackupSchedule, BackupStatus } from '../domain/backup-records.ts';
 import { backupFromRow, fromRow, ruleFromRow, scheduleFromRow, type BackupRow, type DatabaseRow, type RuleRow, type ScheduleRow } from './rows.ts';
@@ -14,10 +25,8 @@ export class KnexDatabasesStore implements DatabasesStore {
     return this.db.transaction((trx) => fn(new KnexDatabasesStore(trx)));
   }
 
-  async installationId(): Promise<string> {
-    const row = (await this.db('installation').first('id')) as { id: string } | undefined;
-    if (!row) throw new Error('the installation row is missing: migration 0003 did not run');
-    return row.id;
+  installationId(): Promise<string> {
+    return readInstallationId(this.db);
   }
 
   /** Rows not soft-deleted, provisioned or not. */

@@ -1,4 +1,4 @@
-import { createIdempotencyTable, createOutboxTable, nextFireTime, type Migration } from '@pier/kit';
+import { createIdempotencyTable, createInstallationTable, createOutboxTable, nextFireTime, type Migration } from '@pier/kit';
 import { BACKUP_METHODS, BACKUP_STATUSES, defaultSchedule, RETENTION_COUNT } from '../domain/backup-records.ts';
 
 export const SCHEMA = 'databases';
@@ -70,13 +70,7 @@ export const migrations: Migration[] = [
       // One row: this installation's id, labelled on everything the adapters create, so
       // the sweep of orphaned cluster objects never touches another installation's
       // (tests run many against one Docker engine).
-      await db.schema.createTable('installation', (t) => {
-        t.boolean('singleton').primary().defaultTo(true);
-        t.uuid('id').notNullable();
-        t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(db.fn.now());
-      });
-      await db.raw('alter table installation add constraint installation_one_row check (singleton)');
-      await db.raw('insert into installation (id) values (gen_random_uuid())');
+      await createInstallationTable(db);
     },
     async down(db) {
       // Dropping a column drops its indexes and check constraints with it.

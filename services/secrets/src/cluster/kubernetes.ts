@@ -6,7 +6,8 @@ import type { Observation, SecretObjectId, SecretObjectRef, SecretsCluster, Secr
 
 // Production store: a core `Secret` (type Opaque) per Pier secret, in the VPC's namespace,
 // named by the secret's id (see `secretObjectName`). Labels tie it back to Pier's ids so
-// objects whose record is gone can be found and swept.
+// objects whose record is gone can be found and swept, and to this installation: several
+// Piers may share a cluster, and each sweeps only what it lists, so it lists only its own.
 
 export const LABELS = {
   managedBy: 'app.kubernetes.io/managed-by',
@@ -15,6 +16,7 @@ export const LABELS = {
   vpc: 'pier.dev/vpc-id',
   secretId: 'pier.dev/secret-id',
   secretName: 'pier.dev/secret-name',
+  installation: 'pier.dev/installation',
 } as const;
 
 const SELECTOR = `${LABELS.managedBy}=pier,${LABELS.component}=secret`;
@@ -23,8 +25,16 @@ export class KubernetesSecretStore implements SecretsCluster {
   readonly kind = 'kubernetes' as const;
   private readonly core: CoreV1Api;
 
-  constructor(kc: KubeConfig, timeoutMs = 10_000) {
+  private readonly mine: string;
+
+  constructor(
+    kc: KubeConfig,
+    /** This installation's id (the secrets schema's installation row), labelled on every Secret. */
+    private readonly installation: string,
+    timeoutMs = 10_000,
+  ) {
     this.core = new CoreV1Api(kubernetesApiConfiguration(kc, timeoutMs));
+    this.mine = `${SELECTOR},${LABELS.installation}=${installation}`;
   }
 
   async ping(): Promise<void> {
@@ -39,7 +49,7 @@ export class KubernetesSecretStore implements SecretsCluster {
 
   async apply(ref: SecretObjectRef, values: SecretValues): Promise<void> {
     const namespace = vpcNamespace(ref.vpcId);
-    const body = secretManifest(ref, values);
+    const body = secretManifest(ref, values, this.installation);
     try {
       await this.core.createNamespacedSecret({ namespace, body });
       return;
@@ -82,7 +92,7 @@ export class KubernetesSecretStore implements SecretsCluster {
     const found: SecretObjectId[] = [];
     let cont: string | undefined;
     do {
-      const page = await this.core.listSecretForAllNamespaces({ labelSelector: SELECTOR, limit: 500, _continue: cont });
+      const page = await this.core.listSecretForAllNamespaces({ labelSelector: this.mine, limit: 500, _continue: cont });
       for (const s of page.items) {
         const labels = s.metadata?.labels ?? {};
         const vpcId = labels[LABELS.vpc];
@@ -123,7 +133,7 @@ export class KubernetesSecretStore implements SecretsCluster {
 }
 
 /** The `Secret` a Pier secret becomes. Values go in `data` (base64), so a read returns exactly them. */
-export function secretManifest(ref: SecretObjectRef, values: SecretValues): V1Secret {
+export function secretManifest(ref: SecretObjectRef, values: SecretValues, installation: string): V1Secret {
   const data: Record<string, string> = {};
   for (const [k, v] of Object.entries(values)) data[k] = Buffer.from(v, 'utf8').toString('base64');
   return {
@@ -140,6 +150,7 @@ export function secretManifest(ref: SecretObjectRef, values: SecretValues): V1Se
         [LABELS.vpc]: ref.vpcId,
         [LABELS.secretId]: ref.secretId,
         [LABELS.secretName]: ref.name,
+        [LABELS.installation]: installation,
       },
     },
     data,

@@ -30,6 +30,8 @@ export interface SecretsStore {
   stalePending(before: Date): Promise<SecretRecord[]>;
   /** Which of these ids have a record, in any state. */
   existingIds(ids: string[]): Promise<Set<string>>;
+  /** This installation's id (kit's installation.ts): the kubernetes store labels its Secrets with it. */
+  installationId(): Promise<string>;
   /** Records of the VPC in any state: a pending one still occupies the VPC. */
   countInVpc(vpcId: string): Promise<number>;
 }

@@ -1,4 +1,4 @@
-import { createIdempotencyTable, createOutboxTable, type Migration } from '@pier/kit';
+import { createIdempotencyTable, createInstallationTable, createOutboxTable, type Migration } from '@pier/kit';
 
 export const SCHEMA = 'secrets';
 
@@ -53,5 +53,12 @@ export const migrations: Migration[] = [
     name: '0004_idempotency_keys',
     up: (db) => createIdempotencyTable(db),
     down: (db) => db.schema.dropTable('idempotency_keys'),
+  },
+  {
+    // This installation's id, labelled on its Secrets on kubernetes: the sweep of Secrets
+    // without a record lists only this installation's (another Pier may share the cluster).
+    name: '0005_installation',
+    up: (db) => createInstallationTable(db),
+    down: (db) => db.schema.dropTable('installation'),
   },
 ];

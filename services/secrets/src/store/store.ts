@@ -1,4 +1,16 @@
-import { insertForKey, keysetPage, mapPage, translatePgError, writeEvent, isUuid, type Knex, type Page, type PageRequest, type PierEvent } from '@pier/kit';
+import {
+  insertForKey,
+  keysetPage,
+  mapPage,
+  readInstallationId,
+  translatePgError,
+  writeEvent,
+  isUuid,
+  type Knex,
+  type Page,
+  type PageRequest,
+  type PierEvent,
+} from '@pier/kit';
 import type { Scope, SecretRecord, SecretState } from '../domain/records.ts';
 import type { SecretsStore } from '../domain/store-port.ts';
 
@@ -99,6 +111,10 @@ export class KnexSecretsStore implements SecretsStore {
   async stalePending(before: Date): Promise<SecretRecord[]> {
     const rows: Row[] = await this.db('secrets').whereNot({ state: 'ready' }).where('updated_at', '<', before).orderBy('updated_at').limit(500).select(COLUMNS);
     return rows.map(toRecord);
+  }
+
+  installationId(): Promise<string> {
+    return readInstallationId(this.db);
   }
 
   async existingIds(ids: string[]): Promise<Set<string>> {
