@@ -34,8 +34,13 @@ export async function refreshStatuses(ctx: ComputeContext, scope: Scope, service
   if (changes.length === 0) return { services, clusterCalls: calls };
 
   const updated = new Map<string, Service>();
+  // Rows are locked service first, then its deployment, in id order: the order a rollout's
+  // commit takes them (commitRollout). Settling the deployment first deadlocked against a
+  // rollout committed at that moment (seen in CI: an env change right after a create).
+  changes.sort((a, b) => (a.service.id < b.service.id ? -1 : 1));
   await ctx.store.transaction(async (tx) => {
     for (const { service: s, deployment: d, next } of changes) {
+      await tx.lockService(s.id);
       if (next.deployment && d && (await tx.settleDeployment(d.id, next.deployment.status, next.deployment.message))) {
         await tx.writeEvent(events.deploymentFinished(s, d.id, next.deployment.status, next.deployment.message));
       }
