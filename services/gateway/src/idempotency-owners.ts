@@ -54,7 +54,8 @@ export class IdempotencyOwners implements KeyClaims {
     const kv = this.kv;
     if (!kv || !this.link.connection) return 'first';
     // KV keys allow few characters: the scope and the client's key go in as a digest.
-    const name = `${installation}.${createHash('sha256').update(`${scope}\0${key}`).digest('base64url')}`;
+    // A KV key may not start with a dot: an answer without an installation gets a placeholder.
+    const name = `${installation || '_'}.${createHash('sha256').update(`${scope}\0${key}`).digest('base64url')}`;
     try {
       return await withTimeout(this.claimOnce(kv, name, service));
     } catch (err) {
