@@ -63,10 +63,11 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
       const secrets = createSecretsPort(config, grpcClientMetric(metrics));
       onStop('secrets client', () => secrets.close());
       const clusterCalls = clusterCallMetric(metrics);
-      const cluster = createCluster(config, secrets.port, logger, clusterCalls);
+      const store = new KnexComputeStore(db);
+      const cluster = createCluster(config, secrets.port, logger, clusterCalls, (ids) => store.knownServiceIds(ids));
       const edge = createEdge(config, db, logger);
       const ctx: ComputeContext = {
-        store: new KnexComputeStore(db),
+        store,
         cluster,
         secrets: secrets.port,
         shell: createShell(config),

@@ -311,11 +311,37 @@ describe('cron services and disks on docker', () => {
     // Nothing runs between ticks: the schedule is a template container that is never started.
     expect((await containersOf(ok.body.id)).map((x) => [x.Labels['pier.role'], x.State])).toEqual([['template', 'created']]);
 
+    // Another installation's compute on the same engine has a cron template of its own, due
+    // at the same tick: this compute never starts its runs.
+    const foreignService = crypto.randomUUID();
+    const foreign = await docker.createContainer({
+      name: `pier-foreign-${foreignService.slice(0, 8)}-template`,
+      Image: EXITS,
+      Cmd: ['/bin/busybox', 'true'],
+      Labels: {
+        'pier.managed': 'true',
+        'pier.kind': 'service',
+        'pier.service': foreignService,
+        'pier.deployment': crypto.randomUUID(),
+        'pier.role': 'template',
+        'pier.cron-schedule': '0 0 1 1 *',
+      },
+    });
+
     // The scheduler compute runs every few seconds, driven here at the next new year
-    // instead of waiting for the wall clock to get there.
-    const scheduler = new DockerCluster({ host: dockerHost, secrets: new UnconfiguredSecrets(), logger: createLogger('test', 'warn') }).scheduler;
+    // instead of waiting for the wall clock to get there; it knows this compute's services
+    // as compute's own wiring tells it (server.ts: the store's knownServiceIds).
+    const scheduler = new DockerCluster({
+      host: dockerHost,
+      secrets: new UnconfiguredSecrets(),
+      logger: createLogger('test', 'warn'),
+      ownedServices: async (ids) => new Set((await rows('select id from compute.services where id = any($1)', [ids])).map((r) => r.id)),
+    }).scheduler;
     const next = new Date(Date.UTC(new Date().getUTCFullYear() + 1, 0, 1, 0, 0, 5));
     const started = await scheduler.tick(next);
+    const foreignRuns = (await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`pier.service=${foreignService}`] }) })).length;
+    await foreign.remove({ force: true });
+    expect(foreignRuns).toBe(1); // its template alone
     expect(started).toHaveLength(2);
     expect(await scheduler.tick(next)).toHaveLength(0); // a tick runs once
 

@@ -5,6 +5,9 @@ import { KIND_SERVICE, LABEL, containerName } from './docker-labels.ts';
 import type { DockerEngine } from './docker-engine.ts';
 import { WorkloadRejectedError } from '../domain/cluster-port.ts';
 
+/** Which of these service ids belong to this compute (see DockerClusterOptions.ownedServices). */
+export type OwnedServices = (serviceIds: string[]) => Promise<Set<string>>;
+
 /** A tick missed by more than this (compute was down) is skipped, like a CronJob's startingDeadlineSeconds. */
 export const STARTING_DEADLINE_MS = 120_000;
 /** Finished runs kept per service, for status and for a person to inspect. */
@@ -18,6 +21,9 @@ export const RUNS_KEPT = 3;
  * time passed after the service's last run (or the template's creation), within the
  * starting deadline. A run still going when the next tick comes is not doubled (a
  * CronJob's `concurrencyPolicy: Forbid`). One compute instance should run the scheduler.
+ * Another compute on the same engine (another installation) has templates there too: only
+ * this compute's own are ticked, or each installation would start the other's runs (seen as
+ * a test flake: runs started twice, and by a compute whose records knew nothing of them).
  */
 export class CronScheduler {
   private readonly passes: Periodic;
@@ -26,6 +32,7 @@ export class CronScheduler {
     private readonly engine: DockerEngine,
     private readonly log: Logger,
     intervalMs = 5_000,
+    private readonly owned: OwnedServices = async (ids) => new Set(ids),
   ) {
     this.passes = new Periodic(() => this.tick(new Date()), intervalMs, { log, what: 'cron scheduler pass' });
   }
@@ -54,7 +61,9 @@ export class CronScheduler {
       }),
     );
     const started: string[] = [];
-    for (const template of all.filter((c) => c.Labels[LABEL.role] === 'template')) {
+    const templates = all.filter((c) => c.Labels[LABEL.role] === 'template');
+    const ours = await this.owned([...new Set(templates.map((t) => t.Labels[LABEL.service]).filter((id): id is string => Boolean(id)))]);
+    for (const template of templates.filter((t) => ours.has(t.Labels[LABEL.service] ?? ''))) {
       const mine = runs.filter((r) => r.Labels[LABEL.deployment] === template.Labels[LABEL.deployment]).sort((a, b) => b.Created - a.Created);
       try {
         const id = await this.runIfDue(template, mine, now);

@@ -18,7 +18,7 @@ import { HealthProber } from './docker-health.ts';
 import { uptimeMs } from './docker-uptime.ts';
 import { DockerEngine } from './docker-engine.ts';
 import type { ClusterCallObserver } from './call-metrics.ts';
-import { CronScheduler } from './docker-cron.ts';
+import { CronScheduler, type OwnedServices } from './docker-cron.ts';
 import { EgressFirewall } from './docker-egress-firewall.ts';
 import { KIND_SERVICE, LABEL, containerName, edgeAlias, volumeName, type DockerRole } from './docker-labels.ts';
 import type { Observation } from '../domain/services/status.ts';
@@ -48,6 +48,12 @@ export interface DockerClusterOptions {
    * the host and link-local addresses (docker-egress-firewall.ts); null: the operator's own.
    */
   egressFirewallImage?: string | null;
+  /**
+   * Which of these services are this compute's (its database's). Several computes may share
+   * one engine; the cron scheduler starts runs of its own templates only. Without it, every
+   * template on the engine is taken as this compute's.
+   */
+  ownedServices?: OwnedServices;
 }
 
 /** The exit code in a listing's Status (`Exited (137) 3 seconds ago`, `Restarting (1) ...`). */
@@ -67,7 +73,7 @@ export class DockerCluster implements ClusterPort {
   constructor(private readonly opts: DockerClusterOptions) {
     this.engine = new DockerEngine(opts.host, opts.timeoutMs ?? 15_000, opts.observe);
     this.docker = this.engine.docker;
-    this.cron = new CronScheduler(this.engine, opts.logger, opts.cronIntervalMs);
+    this.cron = new CronScheduler(this.engine, opts.logger, opts.cronIntervalMs, opts.ownedServices);
     this.firewall = EgressFirewall.of(this.engine, opts.egressFirewallImage, opts.logger);
   }
 

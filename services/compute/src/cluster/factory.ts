@@ -7,6 +7,7 @@ import type { ShellPort } from '../domain/exec/shell-port.ts';
 import type { LogSource } from '../domain/logs/log-port.ts';
 import type { BuilderPort } from '../domain/builds/builder-port.ts';
 import { DockerCluster } from './docker.ts';
+import type { OwnedServices } from './docker-cron.ts';
 import { DockerBuilder } from './docker-builds.ts';
 import { KubernetesBuilder } from './kubernetes-builds.ts';
 import { KubernetesCluster } from './kubernetes.ts';
@@ -24,7 +25,13 @@ function egressFirewallImage(config: ComputeConfig): string | null {
 }
 
 /** The cluster port; `observe` is told of each of its API calls (compute's /metrics). */
-export function createCluster(config: ComputeConfig, secrets: SecretsPort, logger: Logger, observe?: ClusterCallObserver): ClusterPort {
+export function createCluster(
+  config: ComputeConfig,
+  secrets: SecretsPort,
+  logger: Logger,
+  observe?: ClusterCallObserver,
+  ownedServices?: OwnedServices,
+): ClusterPort {
   if (config.PIER_CLUSTER === 'kubernetes') return KubernetesCluster.fromKubeconfig(config.PIER_KUBECONFIG, logger, observe);
   return new DockerCluster({
     observe,
@@ -34,6 +41,7 @@ export function createCluster(config: ComputeConfig, secrets: SecretsPort, logge
     cronIntervalMs: config.PIER_COMPUTE_CRON_INTERVAL_MS,
     volumeToolsImage: config.PIER_COMPUTE_BACKUP_IMAGE,
     egressFirewallImage: egressFirewallImage(config),
+    ownedServices,
   });
 }
 

@@ -44,6 +44,8 @@ export interface ComputeStore {
   unprovisionedServices(createdBefore: Date): Promise<Service[]>;
   /** Every VPC with a service row, deleted ones included (where the sweep looks). */
   serviceVpcs(): Promise<{ workspaceId: string; vpcId: string }[]>;
+  /** Which of these ids are services of this database (deleted ones too): the rest are another compute's. */
+  knownServiceIds(ids: string[]): Promise<Set<string>>;
 
   insertDeployment(row: NewDeployment): Promise<Deployment>;
   findDeployment(serviceId: string, id: string): Promise<Deployment | undefined>;

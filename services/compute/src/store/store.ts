@@ -1,4 +1,4 @@
-import { insertForKey, keysetPage, mapPage, translatePgError, writeEvent, type Knex, type Page, type PageRequest, type PierEvent } from '@pier/kit';
+import { insertForKey, isUuid, keysetPage, mapPage, translatePgError, writeEvent, type Knex, type Page, type PageRequest, type PierEvent } from '@pier/kit';
 import type { Deployment, EnvVar, Service } from '../domain/records.ts';
 import type { DeploymentStatus, ServiceStatus } from '../domain/services/status.ts';
 import type { EnvEntry } from '../domain/env/env-input.ts';
@@ -102,6 +102,13 @@ export class KnexComputeStore implements ComputeStore {
   async serviceVpcs(): Promise<{ workspaceId: string; vpcId: string }[]> {
     const rows: { workspace_id: string; vpc_id: string }[] = await this.db('services').distinct('workspace_id', 'vpc_id');
     return rows.map((r) => ({ workspaceId: r.workspace_id, vpcId: r.vpc_id }));
+  }
+
+  async knownServiceIds(ids: string[]): Promise<Set<string>> {
+    const valid = ids.filter(isUuid);
+    if (valid.length === 0) return new Set();
+    const rows: { id: string }[] = await this.db('services').whereIn('id', valid).select('id');
+    return new Set(rows.map((r) => r.id));
   }
 
   async unprovisionedServices(createdBefore: Date): Promise<Service[]> {
