@@ -58,6 +58,11 @@ export function idempotencyKeyOf(header: string | undefined): string | undefined
   return header;
 }
 
+/** Whose keys a request's key is among: its workspace's, or for paths outside one its user's. */
+export function idempotencyScope(workspaceId: string | undefined, subject: string): string {
+  return workspaceId ? `workspace:${workspaceId}` : `user:${subject}`;
+}
+
 /** The answer to a key sent before with another request: here, or by the gateway when another service had it. */
 export function idempotencyKeyReused(): UnprocessableError {
   return new UnprocessableError(

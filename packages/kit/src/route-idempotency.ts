@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import type { Logger } from './logger.ts';
-import { IDEMPOTENT_REPLAYED_HEADER, requestFingerprint, type IdempotencyKeys } from './idempotency.ts';
+import { IDEMPOTENT_REPLAYED_HEADER, idempotencyScope, requestFingerprint, type IdempotencyKeys } from './idempotency.ts';
 import { errorAnswer } from './error-answer.ts';
 import type { Route, RouteInput, RouteResult } from './route.ts';
 
@@ -22,7 +22,7 @@ export async function answerIdempotently(
   input: RouteInput<unknown, unknown, unknown>,
 ): Promise<RouteResult> {
   const workspaceID = (req.params as Record<string, string>).workspaceID;
-  const scope = workspaceID ? `workspace:${workspaceID}` : `user:${input.identity.subject}`;
+  const scope = idempotencyScope(workspaceID, input.identity.subject);
   const fingerprint = requestFingerprint(req.method, req.originalUrl, route.rawBody ? rawBodyFingerprint(req) : req.body);
   const { answer, replayed } = await run.keys.run(scope, run.key, fingerprint, async (made) => {
     try {

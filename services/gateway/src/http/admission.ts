@@ -1,5 +1,15 @@
 import type http from 'node:http';
-import { errorBody, httpStatusOf, IDEMPOTENCY_KEY_HEADER, idempotencyKeyOf, idempotencyKeyReused, loggablePath, NotFoundError, PierError } from '@pier/kit';
+import {
+  errorBody,
+  httpStatusOf,
+  IDEMPOTENCY_KEY_HEADER,
+  idempotencyKeyOf,
+  idempotencyKeyReused,
+  idempotencyScope,
+  loggablePath,
+  NotFoundError,
+  PierError,
+} from '@pier/kit';
 import type { Authenticates } from '../answer-cache.ts';
 import type { Authenticated } from '../auth-client.ts';
 import type { KeyClaims } from '../idempotency-owners.ts';
@@ -93,8 +103,8 @@ function wellFormedKey(header: string | string[] | undefined): string | undefine
 async function keyTakenElsewhere(claims: KeyClaims, req: http.IncomingMessage, target: RouteTarget, answer: Authenticated): Promise<boolean> {
   const key = req.method === 'GET' || req.method === 'HEAD' ? undefined : wellFormedKey(req.headers[IDEMPOTENCY_KEY_HEADER]);
   if (key === undefined) return false;
-  // The scope the services key by (kit's route-idempotency.ts).
-  const scope = target.workspaceId ? `workspace:${target.workspaceId}` : `user:${answer.user_id}`;
+  // The scope the services key by, so a key is the same key here and there.
+  const scope = idempotencyScope(target.workspaceId, answer.user_id);
   return (await claims.claim(answer.installation, scope, key, target.upstream)) === 'other-service';
 }
 
