@@ -190,6 +190,21 @@ describe('the Helm chart on a real cluster', () => {
       `helm install --wait: ${((installed - started) / 1000).toFixed(1)} s; API answered ${((answered - started) / 1000).toFixed(1)} s after the install began`,
     );
 
+    // Every service's Service answers before the first write: a ClusterIP freed by another
+    // suite's deleted Service and given to one of ours may still lead to the old pod until
+    // kube-proxy syncs (seen once: a plain-text 404 from a replica for the first secret).
+    for (const list of ['secrets', 'services', 'databases'] as const) {
+      await until(
+        () =>
+          unwrap(pier.GET(`/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/${list}`, { params: { path: vpc } })).catch(
+            (err: Error) => (miss(`${list}: ${err.message}`), undefined),
+          ),
+        (r) => r !== undefined,
+        60_000,
+        500,
+      );
+    }
+
     // The user's secret: a real Secret in the VPC's namespace, written by the secrets service in the cluster.
     const value = `from-the-cluster-${Date.now()}`;
     const secret = await unwrap(
