@@ -12,7 +12,7 @@ import {
   type Logger,
   type NatsServer,
 } from '@pier/kit';
-import { JSONCodec, type KV, type NatsConnection } from 'nats';
+import { JSONCodec, type JetStreamManager, type NatsConnection } from 'nats';
 import type { AnswerCaches } from '../domain/answer-caches.ts';
 
 const json = JSONCodec<unknown>();
@@ -25,7 +25,7 @@ const json = JSONCodec<unknown>();
 export class EpochBroadcaster implements AnswerCaches {
   private readonly link: NatsLink;
   private readonly ticks: Periodic;
-  private kv?: KV;
+  private jsm?: JetStreamManager;
   /** The highest epoch each holder has acknowledged. */
   private readonly acked = new Map<string, number>();
   private readonly waiters = new Set<() => void>();
@@ -68,7 +68,9 @@ export class EpochBroadcaster implements AnswerCaches {
         for (const wake of this.waiters) wake();
       }
     })();
-    this.kv = await nc.jetstream().views.kv(AUTH_CACHE_HOLDERS_BUCKET, { ttl: AUTH_CACHE_REGISTRATION_TTL_MS, history: 1 });
+    // Makes the bucket when no gateway has yet; it is then read through the stream's API.
+    await nc.jetstream().views.kv(AUTH_CACHE_HOLDERS_BUCKET, { ttl: AUTH_CACHE_REGISTRATION_TTL_MS, history: 1 });
+    this.jsm = await nc.jetstreamManager();
   }
 
   /** Reads the epoch and publishes it, with the time the read began. */
@@ -92,8 +94,8 @@ export class EpochBroadcaster implements AnswerCaches {
   async invalidated(epoch: number): Promise<void> {
     const deadline = Date.now() + this.leaseMs + this.clockSkewMs;
     // Tell the holders now rather than at the next tick.
-    await this.tick().catch(() => undefined);
-    const holders = await this.holders().catch((err: unknown) => {
+    await beforeDeadline(this.tick(), deadline).catch(() => undefined);
+    const holders = await beforeDeadline(this.holders(), deadline).catch((err: unknown) => {
       this.log.warn({ err: String(err) }, 'auth epoch: cannot list the cache holders; waiting out the lease');
       return undefined;
     });
@@ -115,10 +117,36 @@ export class EpochBroadcaster implements AnswerCaches {
     }
   }
 
+  /**
+   * The holders registered now: the bucket's subjects of this installation whose last
+   * message is a registration rather than a deletion. Read with two kinds of plain
+   * request (stream info, last message by subject) rather than the KV client's keys(),
+   * whose ordered consumer waits forever for a message that expired after it was counted
+   * (seen as a role change that never answered).
+   */
   private async holders(): Promise<string[]> {
-    if (!this.kv) throw new Error('not connected to NATS');
-    const keys: string[] = [];
-    for await (const k of await this.kv.keys(`${this.installation}.>`)) keys.push(k.slice(this.installation.length + 1));
-    return keys;
+    const jsm = this.jsm;
+    if (!jsm) throw new Error('not connected to NATS');
+    const stream = `KV_${AUTH_CACHE_HOLDERS_BUCKET}`;
+    const prefix = `$KV.${AUTH_CACHE_HOLDERS_BUCKET}.${this.installation}.`;
+    const info = await jsm.streams.info(stream, { subjects_filter: `${prefix}>` });
+    const live = await Promise.all(
+      Object.keys(info.state.subjects ?? {}).map(async (subject) => {
+        // A registration that expired since the info was read is no holder: not found is no.
+        const last = await jsm.streams.getMessage(stream, { last_by_subj: subject }).catch(() => undefined);
+        const op = last?.header?.get('KV-Operation');
+        return last && op !== 'DEL' && op !== 'PURGE' ? subject.slice(prefix.length) : undefined;
+      }),
+    );
+    return live.filter((h): h is string => h !== undefined);
   }
+}
+
+/** `work`, or a rejection once `deadline` (Unix ms) has passed, whichever comes first. */
+function beforeDeadline<T>(work: Promise<T>, deadline: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('no answer before the lease ran out')), Math.max(0, deadline - Date.now()));
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }
