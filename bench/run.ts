@@ -13,9 +13,10 @@
  * PIER_BENCH_ROUNDS (2), PIER_BENCH_PROFILE (a directory: CPU profiles of auth and gateway).
  *
  * Then the services list (bench/services.ts), database (bench/databases.ts) and database
- * backups (bench/database-backups.ts), service logs (bench/logs.ts), edge (bench/edge.ts) and
- * disk backups (bench/disk-backups.ts) benchmarks on the same Postgres and NATS.
- * PIER_BENCH_ONLY=gateway,services,databases,backups,logs,edge,disk-backups picks some.
+ * backups (bench/database-backups.ts), service logs (bench/logs.ts), edge (bench/edge.ts),
+ * elastic services (bench/elastic.ts) and disk backups (bench/disk-backups.ts) benchmarks on
+ * the same Postgres and NATS.
+ * PIER_BENCH_ONLY=gateway,services,databases,backups,logs,edge,elastic,disk-backups picks some.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -30,6 +31,7 @@ import { benchDatabases } from './databases.ts';
 import { benchBackups } from './database-backups.ts';
 import { benchLogs } from './logs.ts';
 import { benchEdge } from './edge.ts';
+import { benchElastic } from './elastic.ts';
 import { benchDiskBackups } from './disk-backups.ts';
 import { AuthClient, AUTH_RECONNECT_MAX_MS, AUTH_TIMEOUT_MS } from '@pier/gateway';
 import { runClosedLoop, runLoad, type LoadResult } from './load.ts';
@@ -221,7 +223,7 @@ async function benchGateway(infra: Infra): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const only = new Set((process.env.PIER_BENCH_ONLY ?? 'gateway,services,databases,backups,logs,edge,disk-backups').split(',').map((s) => s.trim()));
+  const only = new Set((process.env.PIER_BENCH_ONLY ?? 'gateway,services,databases,backups,logs,edge,elastic,disk-backups').split(',').map((s) => s.trim()));
   const infra = await startInfra();
   try {
     if (only.has('gateway')) await benchGateway(infra);
@@ -245,6 +247,10 @@ async function main(): Promise<void> {
     if (only.has('edge')) {
       console.log('');
       await benchEdge({ infra, log });
+    }
+    if (only.has('elastic')) {
+      console.log('');
+      await benchElastic({ infra, log });
     }
     if (only.has('disk-backups')) {
       console.log('');

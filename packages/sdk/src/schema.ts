@@ -6029,6 +6029,17 @@ export interface paths {
                                 command: string[] | null;
                                 args: string[] | null;
                                 run_as_user: number;
+                                /** @description on_demand: seconds with no request through the edge before the service sleeps (scales to zero); null for always_on */
+                                idle_timeout_seconds: number | null;
+                                /** @description web: requests in flight per replica the autoscaler aims at, between the floor and max_replicas; null for workers and cron jobs */
+                                target_concurrency: number | null;
+                                /** @description Live replica counts */
+                                replicas: {
+                                    /** @description Replicas the service runs now: 0 while asleep, the autoscaler’s count, else min_replicas */
+                                    desired: number;
+                                    /** @description Replicas running and ready, live from the cluster */
+                                    ready: number;
+                                };
                                 /** @enum {string} */
                                 status: "creating" | "running" | "deploying" | "restarting" | "scaled" | "crashed" | "deleting" | "deleted" | "restoring";
                                 /** @description Why the service is crashed (or what it waits for) */
@@ -6146,6 +6157,8 @@ export interface paths {
                         command?: string[] | null;
                         args?: string[] | null;
                         run_as_user?: number | null;
+                        idle_timeout_seconds?: number | null;
+                        target_concurrency?: number | null;
                     };
                 };
             };
@@ -6183,6 +6196,17 @@ export interface paths {
                             command: string[] | null;
                             args: string[] | null;
                             run_as_user: number;
+                            /** @description on_demand: seconds with no request through the edge before the service sleeps (scales to zero); null for always_on */
+                            idle_timeout_seconds: number | null;
+                            /** @description web: requests in flight per replica the autoscaler aims at, between the floor and max_replicas; null for workers and cron jobs */
+                            target_concurrency: number | null;
+                            /** @description Live replica counts */
+                            replicas: {
+                                /** @description Replicas the service runs now: 0 while asleep, the autoscaler’s count, else min_replicas */
+                                desired: number;
+                                /** @description Replicas running and ready, live from the cluster */
+                                ready: number;
+                            };
                             /** @enum {string} */
                             status: "creating" | "running" | "deploying" | "restarting" | "scaled" | "crashed" | "deleting" | "deleted" | "restoring";
                             /** @description Why the service is crashed (or what it waits for) */
@@ -6357,6 +6381,17 @@ export interface paths {
                             command: string[] | null;
                             args: string[] | null;
                             run_as_user: number;
+                            /** @description on_demand: seconds with no request through the edge before the service sleeps (scales to zero); null for always_on */
+                            idle_timeout_seconds: number | null;
+                            /** @description web: requests in flight per replica the autoscaler aims at, between the floor and max_replicas; null for workers and cron jobs */
+                            target_concurrency: number | null;
+                            /** @description Live replica counts */
+                            replicas: {
+                                /** @description Replicas the service runs now: 0 while asleep, the autoscaler’s count, else min_replicas */
+                                desired: number;
+                                /** @description Replicas running and ready, live from the cluster */
+                                ready: number;
+                            };
                             /** @enum {string} */
                             status: "creating" | "running" | "deploying" | "restarting" | "scaled" | "crashed" | "deleting" | "deleted" | "restoring";
                             /** @description Why the service is crashed (or what it waits for) */
@@ -6482,6 +6517,17 @@ export interface paths {
                             command: string[] | null;
                             args: string[] | null;
                             run_as_user: number;
+                            /** @description on_demand: seconds with no request through the edge before the service sleeps (scales to zero); null for always_on */
+                            idle_timeout_seconds: number | null;
+                            /** @description web: requests in flight per replica the autoscaler aims at, between the floor and max_replicas; null for workers and cron jobs */
+                            target_concurrency: number | null;
+                            /** @description Live replica counts */
+                            replicas: {
+                                /** @description Replicas the service runs now: 0 while asleep, the autoscaler’s count, else min_replicas */
+                                desired: number;
+                                /** @description Replicas running and ready, live from the cluster */
+                                ready: number;
+                            };
                             /** @enum {string} */
                             status: "creating" | "running" | "deploying" | "restarting" | "scaled" | "crashed" | "deleting" | "deleted" | "restoring";
                             /** @description Why the service is crashed (or what it waits for) */
@@ -6622,6 +6668,8 @@ export interface paths {
                         command?: string[] | null;
                         args?: string[] | null;
                         run_as_user?: number | null;
+                        idle_timeout_seconds?: number | null;
+                        target_concurrency?: number | null;
                     };
                 };
             };
@@ -6659,6 +6707,17 @@ export interface paths {
                             command: string[] | null;
                             args: string[] | null;
                             run_as_user: number;
+                            /** @description on_demand: seconds with no request through the edge before the service sleeps (scales to zero); null for always_on */
+                            idle_timeout_seconds: number | null;
+                            /** @description web: requests in flight per replica the autoscaler aims at, between the floor and max_replicas; null for workers and cron jobs */
+                            target_concurrency: number | null;
+                            /** @description Live replica counts */
+                            replicas: {
+                                /** @description Replicas the service runs now: 0 while asleep, the autoscaler’s count, else min_replicas */
+                                desired: number;
+                                /** @description Replicas running and ready, live from the cluster */
+                                ready: number;
+                            };
                             /** @enum {string} */
                             status: "creating" | "running" | "deploying" | "restarting" | "scaled" | "crashed" | "deleting" | "deleted" | "restoring";
                             /** @description Why the service is crashed (or what it waits for) */
@@ -7120,6 +7179,17 @@ export interface paths {
                                 command: string[] | null;
                                 args: string[] | null;
                                 run_as_user: number;
+                                /** @description on_demand: seconds with no request through the edge before the service sleeps (scales to zero); null for always_on */
+                                idle_timeout_seconds: number | null;
+                                /** @description web: requests in flight per replica the autoscaler aims at, between the floor and max_replicas; null for workers and cron jobs */
+                                target_concurrency: number | null;
+                                /** @description Live replica counts */
+                                replicas: {
+                                    /** @description Replicas the service runs now: 0 while asleep, the autoscaler’s count, else min_replicas */
+                                    desired: number;
+                                    /** @description Replicas running and ready, live from the cluster */
+                                    ready: number;
+                                };
                                 /** @enum {string} */
                                 status: "creating" | "running" | "deploying" | "restarting" | "scaled" | "crashed" | "deleting" | "deleted" | "restoring";
                                 /** @description Why the service is crashed (or what it waits for) */
@@ -8487,6 +8557,17 @@ export interface paths {
                                 command: string[] | null;
                                 args: string[] | null;
                                 run_as_user: number;
+                                /** @description on_demand: seconds with no request through the edge before the service sleeps (scales to zero); null for always_on */
+                                idle_timeout_seconds: number | null;
+                                /** @description web: requests in flight per replica the autoscaler aims at, between the floor and max_replicas; null for workers and cron jobs */
+                                target_concurrency: number | null;
+                                /** @description Live replica counts */
+                                replicas: {
+                                    /** @description Replicas the service runs now: 0 while asleep, the autoscaler’s count, else min_replicas */
+                                    desired: number;
+                                    /** @description Replicas running and ready, live from the cluster */
+                                    ready: number;
+                                };
                                 /** @enum {string} */
                                 status: "creating" | "running" | "deploying" | "restarting" | "scaled" | "crashed" | "deleting" | "deleted" | "restoring";
                                 /** @description Why the service is crashed (or what it waits for) */
@@ -10252,6 +10333,17 @@ export interface paths {
                                 command: string[] | null;
                                 args: string[] | null;
                                 run_as_user: number;
+                                /** @description on_demand: seconds with no request through the edge before the service sleeps (scales to zero); null for always_on */
+                                idle_timeout_seconds: number | null;
+                                /** @description web: requests in flight per replica the autoscaler aims at, between the floor and max_replicas; null for workers and cron jobs */
+                                target_concurrency: number | null;
+                                /** @description Live replica counts */
+                                replicas: {
+                                    /** @description Replicas the service runs now: 0 while asleep, the autoscaler’s count, else min_replicas */
+                                    desired: number;
+                                    /** @description Replicas running and ready, live from the cluster */
+                                    ready: number;
+                                };
                                 /** @enum {string} */
                                 status: "creating" | "running" | "deploying" | "restarting" | "scaled" | "crashed" | "deleting" | "deleted" | "restoring";
                                 /** @description Why the service is crashed (or what it waits for) */
@@ -10442,6 +10534,17 @@ export interface paths {
                                 command: string[] | null;
                                 args: string[] | null;
                                 run_as_user: number;
+                                /** @description on_demand: seconds with no request through the edge before the service sleeps (scales to zero); null for always_on */
+                                idle_timeout_seconds: number | null;
+                                /** @description web: requests in flight per replica the autoscaler aims at, between the floor and max_replicas; null for workers and cron jobs */
+                                target_concurrency: number | null;
+                                /** @description Live replica counts */
+                                replicas: {
+                                    /** @description Replicas the service runs now: 0 while asleep, the autoscaler’s count, else min_replicas */
+                                    desired: number;
+                                    /** @description Replicas running and ready, live from the cluster */
+                                    ready: number;
+                                };
                                 /** @enum {string} */
                                 status: "creating" | "running" | "deploying" | "restarting" | "scaled" | "crashed" | "deleting" | "deleted" | "restoring";
                                 /** @description Why the service is crashed (or what it waits for) */

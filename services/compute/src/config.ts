@@ -58,6 +58,14 @@ export const computeEnv = serviceEnv
     PIER_COMPUTE_EXEC_IDLE_TIMEOUT_SECONDS: z.coerce.number().int().min(1).default(900),
     /** No shell (exec) lasts longer than this. */
     PIER_COMPUTE_EXEC_MAX_SECONDS: z.coerce.number().int().min(1).default(3600),
+    /** Sleep, wake and autoscaling on docker (domain/elastic); `off` leaves every service at the replicas its configuration says. */
+    PIER_COMPUTE_ELASTIC: z.enum(['on', 'off']).default('on'),
+    /** How long the load must stay low before the autoscaler removes replicas (scale-up reacts within seconds). */
+    PIER_COMPUTE_AUTOSCALE_DOWN_DELAY_SECONDS: z.coerce.number().int().min(0).max(86_400).default(300),
+    /** How long the edge holds a request for a service that is waking before answering 503. */
+    PIER_COMPUTE_WAKE_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(300).default(30),
+    /** How often the elastic controller looks at the traffic of elastic services. */
+    PIER_COMPUTE_ELASTIC_TICK_MS: z.coerce.number().int().min(50).max(60_000).default(500),
     /** Builds running at once in one workspace; the others wait in the queue, in order. */
     PIER_BUILD_CONCURRENCY: z.coerce.number().int().min(1, 'PIER_BUILD_CONCURRENCY must be at least 1 (builds per workspace)').default(2),
     /** A build (its source fetch included) still running after this long fails with a timeout. */

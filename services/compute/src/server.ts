@@ -16,6 +16,7 @@ import { BuildWorker } from './domain/builds/build-worker.ts';
 import { createBuilds } from './build-wiring.ts';
 import { computeRoutes, computeUpgrades } from './app.ts';
 import { createEdge } from './edge-wiring.ts';
+import { createElastic } from './elastic-wiring.ts';
 import { EdgeWorker } from './domain/edge/edge-worker.ts';
 import { ClaimExpiry } from './domain/hostnames/claim-expiry.ts';
 import { createUptime, publicUrlTarget } from './uptime-wiring.ts';
@@ -81,11 +82,17 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
         edge,
         uptime: createUptime(config, db, publicUrlTarget(edge)),
         disks: createDiskBackups(config, db, logger),
+        elastic: null,
         log: logger,
         locks: new KeyedMutex(),
         eventsWritten: () => relay.poke(),
         now: () => new Date(),
       };
+      const elastic = await createElastic(config, ctx, edge.port, metrics, logger);
+      if (elastic) {
+        ctx.elastic = elastic.port;
+        onStop('activator', () => elastic.activator.close());
+      }
       // The main adapter times each Engine or Kubernetes API call; these, each of their calls.
       ctx.shell = timedPort(ctx.shell, 'shell', clusterCalls);
       ctx.logs.source = timedPort(ctx.logs.source, 'logs', clusterCalls);
@@ -112,6 +119,7 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
           builds,
           edgeWorker,
           claimExpiry,
+          ...(elastic ? [elastic.controller] : []),
           new LogRetention(ctx, logger),
           new UptimeChecker(ctx, logger, config.PIER_UPTIME_TICK_MS),
           new LogCollector(ctx, logger, {
@@ -123,7 +131,11 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
         checks: { cluster: () => cluster.ping() },
         keepAliveMs: config.PIER_COMPUTE_SSE_KEEPALIVE_MS,
         describe: { cluster: cluster.kind },
-        extra: { runDiskBackupsDue: (now: Date) => diskBackups.runDue(now), expireDomainClaims: (now: Date) => claimExpiry.pass(now) },
+        extra: {
+          runDiskBackupsDue: (now: Date) => diskBackups.runDue(now),
+          expireDomainClaims: (now: Date) => claimExpiry.pass(now),
+          sleepNow: (serviceId: string) => (elastic ? elastic.controller.sleepNow(serviceId) : Promise.resolve()),
+        },
       };
     },
   });

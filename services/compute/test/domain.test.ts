@@ -7,6 +7,7 @@ import { isBareTag, repositoryOf, resolveImage } from '../src/domain/services/im
 import { liveStatus, PROGRESS_DEADLINE_MS, type DeploymentState, type Observation } from '../src/domain/services/status.ts';
 import { judge, MIN_READY_MS, type ReplicaUnit } from '../src/cluster/replicas.ts';
 import { entriesFromPut, putEnvBody } from '../src/domain/env/env-input.ts';
+import { wantedReplicas } from '../src/domain/elastic/elastic-controller.ts';
 
 const fieldOf = (fn: () => unknown) => {
   try {
@@ -36,8 +37,13 @@ describe('service configuration', () => {
       command: null,
       args: null,
       run_as_user: 1000,
+      idle_timeout_seconds: null,
+      target_concurrency: 25,
     });
     expect(configFromCreate({ name: 'w', service_type: 'worker' }).port).toBeNull();
+    expect(configFromCreate({ name: 'w', service_type: 'worker' }).target_concurrency).toBeNull();
+    // on_demand scales to zero by default (the contract's min_replicas 0) and sleeps after 15 minutes.
+    expect(configFromCreate({ name: 'o', deployment_mode: 'on_demand' })).toMatchObject({ min_replicas: 0, idle_timeout_seconds: 900 });
     expect(configFromCreate({ name: 'c', service_type: 'cron', cron_schedule: '@daily' }).port).toBeNull();
   });
 
@@ -53,6 +59,25 @@ describe('service configuration', () => {
   it('takes null as absent on create and rejects unknown fields', () => {
     expect(createServiceBody.safeParse({ name: 'a', port: null }).success).toBe(true);
     expect(createServiceBody.safeParse({ name: 'a', replicas: 2 }).success).toBe(false);
+  });
+
+  it('keeps the elastic fields to where they apply, naming the field', () => {
+    expect(() => configFromCreate({ name: 'a', idle_timeout_seconds: 60 })).toThrow(/^idle_timeout_seconds: /);
+    expect(() => configFromCreate({ name: 'w', service_type: 'worker', target_concurrency: 3 })).toThrow(/^target_concurrency: /);
+    const sleepy = configFromCreate({ name: 's', deployment_mode: 'on_demand', idle_timeout_seconds: 60 });
+    // Back to always_on: the timeout goes with the mode; asked for anyway, it is refused.
+    expect(configFromPatch(sleepy, { deployment_mode: 'always_on', min_replicas: 1 }).idle_timeout_seconds).toBeNull();
+    expect(() => configFromPatch(sleepy, { deployment_mode: 'always_on', min_replicas: 1, idle_timeout_seconds: 60 })).toThrow(/^idle_timeout_seconds: /);
+    // A web service becoming a worker drops its target concurrency.
+    expect(configFromPatch(configFromCreate({ name: 'w' }), { service_type: 'worker' }).target_concurrency).toBeNull();
+  });
+
+  it('wants replicas for the requests in flight, within the floor and max_replicas', () => {
+    const web = configFromCreate({ name: 'w', min_replicas: 1, max_replicas: 3, target_concurrency: 10 });
+    expect([0, 1, 10, 11, 25, 1000].map((peak) => wantedReplicas(web, peak))).toEqual([1, 1, 1, 2, 3, 3]);
+    // An awake on_demand service's floor is one replica.
+    const sleepy = configFromCreate({ name: 's', deployment_mode: 'on_demand', max_replicas: 2, target_concurrency: 1 });
+    expect([0, 1, 2, 5].map((peak) => wantedReplicas(sleepy, peak))).toEqual([1, 1, 2, 2]);
   });
 
   it('merges a PATCH, clearing what belonged to the old type', () => {

@@ -33,6 +33,7 @@ function route(customHosts: string[] = [], tlsHosts: string[] = []): EdgeRoute {
     serviceHost: 'web-6f1c2d3e.apps.example.com',
     customHosts,
     tlsHosts,
+    activator: null,
   };
 }
 

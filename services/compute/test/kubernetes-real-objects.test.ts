@@ -75,6 +75,7 @@ describe('the edge on a real API server', () => {
     serviceHost: 'web-1.apps.example.com',
     customHosts: ['www.example.com'],
     tlsHosts: ['www.example.com'],
+    activator: null,
   };
   const settings = { clusterIssuer: 'pier-acme', ingressClass: 'nginx', appsTlsSecret: 'apps-wildcard', addresses: ['203.0.113.10'] };
 

@@ -24,6 +24,9 @@ interface ConfigOptions {
   type?: 'web' | 'worker' | 'cron';
   instanceType?: string;
   onDemand?: boolean;
+  deploymentMode?: 'always_on' | 'on_demand';
+  idleTimeout?: number;
+  targetConcurrency?: number;
   image?: string;
   port?: number;
   healthCheckPath?: string;
@@ -48,7 +51,9 @@ function configBody(o: ConfigOptions) {
     name: o.name,
     service_type: o.type,
     instance_type: o.instanceType,
-    deployment_mode: o.onDemand === undefined ? undefined : o.onDemand ? 'on_demand' : 'always_on',
+    deployment_mode: o.deploymentMode ?? (o.onDemand === undefined ? undefined : o.onDemand ? 'on_demand' : 'always_on'),
+    idle_timeout_seconds: o.idleTimeout,
+    target_concurrency: o.targetConcurrency,
     image: o.image,
     port: o.port,
     health_check_path: o.healthCheckPath,
@@ -68,7 +73,10 @@ function configOptions(command: Command): Command {
   return command
     .option('--type <type>', 'web, worker or cron (default web)')
     .option('--instance-type <type>', 'svc.nano (default) to svc.xlarge')
-    .option('--on-demand', 'scale to zero when idle (deployment_mode on_demand)')
+    .option('--deployment-mode <mode>', 'always_on (default), or on_demand: sleeps when idle, woken by the next request')
+    .option('--on-demand', 'short for --deployment-mode on_demand')
+    .option('--idle-timeout <seconds>', 'on_demand: seconds with no request before it sleeps (10-86400, default 900)', integer)
+    .option('--target-concurrency <n>', 'web: requests in flight per replica the autoscaler aims at (1-1000, default 25)', integer)
     .option('--image <ref>', 'image to run, e.g. registry.example.com/team/web:1.4')
     .option('--port <port>', 'port the process listens on (web: default 8080)', integer)
     .option('--health-check-path <path>', 'HTTP path probed for readiness, e.g. /healthz')
@@ -108,7 +116,9 @@ function showService(ctx: Context, s: ServiceRecord) {
     ['image', s.image],
     ['port', s.port],
     ['health check', s.health_check_path],
-    ['replicas', s.max_replicas ? `${s.min_replicas}..${s.max_replicas}` : s.min_replicas],
+    ['replicas', `${s.replicas.ready} ready of ${s.replicas.desired} (${s.max_replicas ? `${s.min_replicas}..${s.max_replicas}` : s.min_replicas})`],
+    ['idle timeout', s.idle_timeout_seconds === null ? null : `${s.idle_timeout_seconds} s`],
+    ['target concurrency', s.target_concurrency],
     ['cron', s.cron_schedule],
     ['disk', s.disk_size_gb ? `${s.disk_size_gb} GB at ${s.disk_mount_path ?? '-'}` : null],
     ['command', s.command],

@@ -3,6 +3,7 @@
 // flight finish on the old one), so every change is a full, declarative replace.
 import type { EdgeRoute } from '../domain/edge/edge-port.ts';
 import { edgeUpstream } from './docker-labels.ts';
+import { ACTIVATOR_HEADERS } from '../edge/activator.ts';
 
 /** Where certificates live in the edge container (a volume, with Caddy's own state). */
 export const CERT_DIR = '/data/certs';
@@ -21,9 +22,35 @@ export interface CaddyConfigInput {
   appsDomain: string;
   /** The operator gave a certificate for `*.<apps domain>` (else Caddy's internal CA makes one). */
   appsCertificate: boolean;
+  /** Where the activator listens (host:port), for routes that go through it; null: none runs. */
+  activator: string | null;
 }
 
 const text = { 'Content-Type': ['text/plain; charset=utf-8'] };
+
+/**
+ * An elastic service's route: to the activator, which finds the replicas itself (and wakes
+ * them). Who the request is for is set here, over anything the client sent under those names.
+ */
+function viaActivator(r: EdgeRoute, activator: string) {
+  return {
+    handler: 'reverse_proxy',
+    upstreams: [{ dial: activator }],
+    headers: {
+      request: {
+        set: {
+          [ACTIVATOR_HEADERS.service]: [r.serviceId],
+          [ACTIVATOR_HEADERS.vpc]: [r.vpcId],
+          [ACTIVATOR_HEADERS.port]: [String(r.port)],
+          [ACTIVATOR_HEADERS.health]: [r.activator?.healthPath ?? ''],
+        },
+      },
+    },
+    // Event streams and long polls pass through as they are written.
+    flush_interval: -1,
+    transport: { protocol: 'http', dial_timeout: '1s' },
+  };
+}
 
 function proxyTo(r: EdgeRoute) {
   return {
@@ -52,7 +79,7 @@ function serviceRoutes(input: CaddyConfigInput) {
   }));
   const services = input.routes.map((r) => ({
     match: [{ host: [r.serviceHost, ...r.customHosts] }],
-    handle: [proxyTo(r)],
+    handle: [r.activator && input.activator ? viaActivator(r, input.activator) : proxyTo(r)],
     terminal: true,
   }));
   const unknown = {

@@ -59,6 +59,8 @@ export class DockerEdge implements EdgePort {
   /** One change at a time: a sync and a challenge must not interleave their loads. */
   private queue: Promise<unknown> = Promise.resolve();
   private rootCa?: { containerId: string; pem: string };
+  /** Where the activator listens (elastic-wiring.ts), for elastic services' routes; null: none. */
+  activatorAddress: string | null = null;
 
   constructor(private readonly opts: DockerEdgeOptions) {
     this.engine = new DockerEngine(opts.host, 30_000);
@@ -79,6 +81,14 @@ export class DockerEdge implements EdgePort {
       this.routes = routes;
       await this.apply();
     });
+  }
+
+  /** The host's address on Docker's default bridge, which the edge container is on: where it reaches the activator. */
+  async bridgeGateway(): Promise<string> {
+    const info = (await this.docker.getNetwork('bridge').inspect()) as { IPAM?: { Config?: { Gateway?: string }[] } };
+    const gateway = info.IPAM?.Config?.find((c) => c.Gateway && !c.Gateway.includes(':'))?.Gateway;
+    if (!gateway) throw new Error("Docker's default bridge network has no IPv4 gateway: the edge cannot reach the activator");
+    return gateway;
   }
 
   async addresses(): Promise<string[]> {
@@ -157,6 +167,7 @@ export class DockerEdge implements EdgePort {
         challenges: [...this.challenges.values()],
         appsDomain: this.opts.appsDomain,
         appsCertificate: Boolean(this.opts.appsCertificate),
+        activator: this.activatorAddress,
       }),
     );
     const hash = createHash('sha256').update(config).digest('hex');

@@ -1,5 +1,5 @@
 import type Docker from 'dockerode';
-import { crashPoint, dockerLimits, vpcNetwork, type Logger, isDockerNotFound } from '@pier/kit';
+import { crashPoint, dockerLimits, dockerStatusOf, vpcNetwork, type Logger, isDockerNotFound } from '@pier/kit';
 import { ensureVpcNetwork } from '@pier/kit/docker';
 import { isReference, referencesOf } from '../domain/env/env-input.ts';
 import { referenceKey, type SecretsPort } from '../domain/env/secrets-port.ts';
@@ -121,22 +121,63 @@ export class DockerCluster implements ClusterPort {
         await this.create(base, spec, 'template', 'cron');
       }
     } else {
-      for (let i = 0; i < spec.config.min_replicas; i++) {
-        const found = mine.find((c) => c.Labels[LABEL.role] === 'replica' && c.Labels[LABEL.replica] === String(i));
-        if (!found) {
-          const id = await this.create(base, spec, 'replica', String(i));
-          // Created, never started: the next apply of this deployment starts it (`created` below).
-          crashPoint('compute.rollout.container-created');
-          await this.call('container start', () => this.docker.getContainer(id).start());
-        } else if (found.State === 'created') {
-          await this.call('container start', () => this.docker.getContainer(found.Id).start());
-        }
-      }
+      await this.runReplicas(spec, mine, base, spec.replicas ?? spec.config.min_replicas);
     }
     // The new replicas are up: retire every other deployment's containers.
     for (const c of existing) {
       if (c.Labels[LABEL.deployment] !== spec.deploymentId) await this.remove(c.Id);
     }
+  }
+
+  /**
+   * The elastic controller's scale (domain/elastic): replicas 0..n-1 of the deployment run
+   * (a parked one is started again, which is faster than creating it), and those from n up
+   * are stopped and kept, parked, for the next wake or scale-up.
+   */
+  async scale(spec: WorkloadSpec, replicas: number): Promise<void> {
+    const mine = (await this.listService(spec.serviceId)).filter((c) => c.Labels[LABEL.deployment] === spec.deploymentId);
+    await this.runReplicas(spec, mine, null, replicas);
+  }
+
+  /** Every running replica of the service (any deployment, as the edge's alias has them), with its address on the VPC's network. */
+  async replicaAddresses(serviceId: string, vpcId: string): Promise<{ id: string; index: number; address: string }[]> {
+    const network = vpcNetwork(vpcId);
+    return (await this.listService(serviceId))
+      .filter((c) => c.State === 'running' && c.Labels[LABEL.role] === 'replica' && c.Labels[LABEL.vpc] === vpcId)
+      .map((c) => ({ id: c.Id, index: Number(c.Labels[LABEL.replica] ?? 0), address: c.NetworkSettings?.Networks?.[network]?.IPAddress ?? '' }))
+      .filter((r) => r.address !== '');
+  }
+
+  private async runReplicas(spec: WorkloadSpec, mine: Docker.ContainerInfo[], known: Docker.ContainerCreateOptions | null, replicas: number): Promise<void> {
+    let base = known;
+    const replicaAt = (i: number) => mine.find((c) => c.Labels[LABEL.role] === 'replica' && c.Labels[LABEL.replica] === String(i));
+    for (let i = 0; i < replicas; i++) {
+      const found = replicaAt(i);
+      if (!found) {
+        base ??= await this.createOptions(spec);
+        const id = await this.create(base, spec, 'replica', String(i));
+        // Created, never started: the next apply of this deployment starts it (`created` below).
+        crashPoint('compute.rollout.container-created');
+        await this.call('container start', () => this.docker.getContainer(id).start());
+      } else if (found.State === 'created' || found.State === 'exited') {
+        await this.call('container start', () => this.docker.getContainer(found.Id).start());
+      }
+    }
+    const parked = mine.filter((c) => c.Labels[LABEL.role] === 'replica' && Number(c.Labels[LABEL.replica]) >= replicas && c.State === 'running');
+    // The edge's activator drained them first: stop them with a short grace, and keep them.
+    await Promise.all(
+      parked.map((c) =>
+        this.call('container stop', () =>
+          this.docker
+            .getContainer(c.Id)
+            .stop({ t: 5 })
+            .catch((err: unknown) => {
+              // Stopped (304) or gone (404) already: that is the goal.
+              if (![304, 404].includes(dockerStatusOf(err) ?? 0)) throw err;
+            }),
+        ),
+      ),
+    );
   }
 
   async observeMany(scope: VpcScope, targets: ObserveTarget[]): Promise<ObserveResult> {
@@ -214,6 +255,8 @@ export class DockerCluster implements ClusterPort {
       message,
       createdAt: c.Created * 1000,
     });
+    // Stopped by a sleep or a scale-down (scale above): parked, not crashed.
+    if (role === 'replica' && Number(replica) >= t.replicas && (c.State === 'exited' || c.State === 'created')) return unit('parked');
     const who = role === 'run' ? `the run started ${new Date(c.Created * 1000).toISOString()}` : `replica ${replica}`;
     switch (c.State) {
       case 'created':

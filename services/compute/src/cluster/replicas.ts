@@ -14,8 +14,8 @@ export interface ReplicaUnit {
   deploymentId: string | null;
   /** `replica` of a web/worker; `run` of a cron tick; `template`: the docker adapter's cron definition. */
   role: 'replica' | 'run' | 'template';
-  /** `pending`: not started or not yet healthy; `ready`: running and healthy; `done`: a run that finished well. */
-  state: 'pending' | 'ready' | 'failed' | 'done';
+  /** `pending`: not started or not yet healthy; `ready`: running and healthy; `done`: a run that finished well; `parked`: stopped by a sleep or scale-down, kept for the next start. */
+  state: 'pending' | 'ready' | 'failed' | 'done' | 'parked';
   message: string | null;
   /** Creation time, ms since the epoch (orders a cron service's runs). */
   createdAt: number;
@@ -43,7 +43,7 @@ export function judge(target: ObserveTarget, all: ReplicaUnit[], opts: JudgeOpti
     return { phase: 'ready', readyReplicas: last && last.state !== 'done' ? 1 : 0, message: null };
   }
 
-  const replicas = current.filter((u) => u.role === 'replica');
+  const replicas = current.filter((u) => u.role === 'replica' && u.state !== 'parked');
   const ready = replicas.filter((u) => u.state === 'ready').length;
   const failed = replicas.find((u) => u.state === 'failed');
   if (failed) return { phase: 'failed', readyReplicas: ready, message: failed.message };

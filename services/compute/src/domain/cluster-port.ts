@@ -31,6 +31,8 @@ export interface WorkloadSpec extends WorkloadRef {
   env: EnvEntry[];
   /** The volume (docker) or claim (kubernetes) that is the disk, when a restore replaced the one it was created with. */
   diskVolume?: string;
+  /** Replicas to run now, when the elastic controller chose them (domain/elastic); absent: min_replicas. */
+  replicas?: number;
 }
 
 /** What a live read needs to judge one service: the deployment it should be running. */
@@ -38,7 +40,7 @@ export interface ObserveTarget {
   serviceId: string;
   serviceType: ServiceConfig['service_type'];
   deploymentId: string | null;
-  /** Replicas the deployment asks for (min_replicas; 0 means scaled to zero). */
+  /** Replicas the deployment asks for (the elastic controller's count, else min_replicas; 0 means scaled to zero). */
   replicas: number;
   port: number | null;
   healthCheckPath: string | null;

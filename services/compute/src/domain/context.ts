@@ -7,6 +7,7 @@ import type { LogDeps } from './logs/log-deps.ts';
 import type { EdgeDeps } from './edge/edge-deps.ts';
 import type { UptimeDeps } from './uptime/uptime-deps.ts';
 import type { DiskBackupDeps } from './disk-backups/disk-backup-deps.ts';
+import type { ElasticPort } from './elastic/elastic-port.ts';
 import type { ComputeStore } from './store-port.ts';
 import type { Deployment, Scope, Service } from './records.ts';
 import type { EnvEntry } from './env/env-input.ts';
@@ -30,6 +31,8 @@ export interface ComputeContext {
   uptime: UptimeDeps;
   /** Disk backups: their records, the cluster's side, and the backups and restores running here. */
   disks: DiskBackupDeps;
+  /** Sleep, wake and autoscaling (docker with its edge); null where the cluster's own controllers do it. */
+  elastic: ElasticPort | null;
   log: Logger;
   locks: KeyedMutex;
   /** Called after a commit that wrote events, so the relay publishes them now rather than at its next pass. */
@@ -54,6 +57,7 @@ export function specOf(s: Service, d: Pick<Deployment, 'id' | 'image' | 'config'
     resources: resourcesOf(d.config.instance_type),
     env: d.env as EnvEntry[],
     ...(s.disk_volume ? { diskVolume: s.disk_volume } : {}),
+    ...(s.desired_replicas != null ? { replicas: s.desired_replicas } : {}),
   };
 }
 
@@ -63,7 +67,7 @@ export function targetOf(s: Service, d: Deployment | undefined): ObserveTarget {
     serviceId: s.id,
     serviceType: config.service_type,
     deploymentId: d?.id ?? null,
-    replicas: config.min_replicas,
+    replicas: s.desired_replicas ?? config.min_replicas,
     port: config.port,
     healthCheckPath: config.health_check_path,
   };

@@ -34,6 +34,9 @@ export const events = {
   deploymentFinished: (s: Service, deploymentId: string, status: 'succeeded' | 'failed', message: string | null) =>
     event(s, 'service.deployment_finished', { deployment_id: deploymentId, status, message }),
   envUpdated: (s: Service, keys: string[]) => event(s, 'service.env_updated', { keys }),
+  slept: (s: Service, idleSeconds: number) => event(s, 'service.slept', { idle_seconds: idleSeconds }),
+  woken: (s: Service, wakeMs: number, replicas: number) => event(s, 'service.woken', { wake_ms: wakeMs, replicas }),
+  autoscaled: (s: Service, from: number, to: number, reason: string) => event(s, 'service.autoscaled', { from, to, reason }),
   deleted: (s: Service) => event(s, 'service.deleted', {}),
   /**
    * Who opened a shell where, running which program (the basename of argv[0]) with how many

@@ -14,6 +14,10 @@ export interface Service extends ServiceConfig {
   current_deployment_id: string | null;
   /** The volume (docker) or claim (kubernetes) holding the disk since a restore; null (or absent): the one it was created with. */
   disk_volume?: string | null;
+  /** The replicas the elastic controller runs now (0: asleep); null: not elastic here, min_replicas applies. */
+  desired_replicas?: number | null;
+  /** Replicas ready now, as the last live read found them (status-refresh.ts); never stored. */
+  ready_replicas?: number;
   created_at: Date;
   updated_at: Date;
   deleted_at: Date | null;

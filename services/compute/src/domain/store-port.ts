@@ -42,6 +42,8 @@ export interface ComputeStore {
   compareAndSetStatus(id: string, from: ServiceStatus, to: ServiceStatus, message: string | null): Promise<boolean>;
   servicesInStatus(statuses: ServiceStatus[]): Promise<Service[]>;
   unprovisionedServices(createdBefore: Date): Promise<Service[]>;
+  /** Services the elastic controller manages (desired_replicas set), not deleted, restoring or being deleted. */
+  elasticServices(): Promise<Service[]>;
   /** Every VPC with a service row, deleted ones included (where the sweep looks). */
   serviceVpcs(): Promise<{ workspaceId: string; vpcId: string }[]>;
   /** Which of these ids are services of this database (deleted ones too): the rest are another compute's. */

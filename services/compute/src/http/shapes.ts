@@ -31,6 +31,20 @@ export const serviceSchema = z.object({
   command: z.array(z.string()).nullable(),
   args: z.array(z.string()).nullable(),
   run_as_user: z.number(),
+  idle_timeout_seconds: z
+    .number()
+    .nullable()
+    .describe('on_demand: seconds with no request through the edge before the service sleeps (scales to zero); null for always_on'),
+  target_concurrency: z
+    .number()
+    .nullable()
+    .describe('web: requests in flight per replica the autoscaler aims at, between the floor and max_replicas; null for workers and cron jobs'),
+  replicas: z
+    .object({
+      desired: z.number().describe('Replicas the service runs now: 0 while asleep, the autoscaler’s count, else min_replicas'),
+      ready: z.number().describe('Replicas running and ready, live from the cluster'),
+    })
+    .describe('Live replica counts'),
   status: z.enum(SERVICE_STATUSES),
   status_message: z.string().nullable().describe('Why the service is crashed (or what it waits for)'),
   url: z
@@ -88,6 +102,9 @@ export function serviceJson(s: Service, edge: Pick<EdgeDeps, 'port' | 'settings'
     command: s.command,
     args: s.args,
     run_as_user: s.run_as_user,
+    idle_timeout_seconds: s.idle_timeout_seconds ?? null,
+    target_concurrency: s.target_concurrency ?? null,
+    replicas: { desired: s.desired_replicas ?? s.min_replicas, ready: s.ready_replicas ?? 0 },
     status: s.status,
     status_message: s.status_message,
     url: serviceUrl(s, edge.port ? edge.settings.appsDomain : null),

@@ -356,4 +356,25 @@ export const migrations: Migration[] = [
       });
     },
   },
+  {
+    // Elastic services (domain/services/elastic.ts): the two settings, and the replica count
+    // the elastic controller chose (null: the service is not elastic, min_replicas applies).
+    name: '0012_elastic',
+    async up(db) {
+      await db.schema.alterTable('services', (t) => {
+        t.integer('idle_timeout_seconds');
+        t.integer('target_concurrency');
+        t.integer('desired_replicas');
+      });
+      await db.raw(`update services set idle_timeout_seconds = 900 where deployment_mode = 'on_demand'`);
+      await db.raw(`update services set target_concurrency = 25 where service_type = 'web'`);
+    },
+    async down(db) {
+      await db.schema.alterTable('services', (t) => {
+        t.dropColumn('desired_replicas');
+        t.dropColumn('target_concurrency');
+        t.dropColumn('idle_timeout_seconds');
+      });
+    },
+  },
 ];

@@ -14,6 +14,8 @@ function serviceRow(r: Record<string, unknown>): Service {
 
 function serviceValues(patch: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...patch };
+  // Live from the cluster, never a column.
+  delete out.ready_replicas;
   // jsonb columns take JSON text: a bare JS array would be sent as a Postgres array.
   for (const k of SERVICE_JSON) if (k in out) out[k] = out[k] === null ? null : JSON.stringify(out[k]);
   return out;
@@ -109,6 +111,11 @@ export class KnexComputeStore implements ComputeStore {
     if (valid.length === 0) return new Set();
     const rows: { id: string }[] = await this.db('services').whereIn('id', valid).select('id');
     return new Set(rows.map((r) => r.id));
+  }
+
+  async elasticServices(): Promise<Service[]> {
+    const rows = await this.db('services').whereNotNull('desired_replicas').whereNull('deleted_at').whereNotIn('status', ['deleting', 'restoring']);
+    return rows.map(serviceRow);
   }
 
   async unprovisionedServices(createdBefore: Date): Promise<Service[]> {

@@ -16,6 +16,12 @@ export interface EdgeRoute {
   customHosts: string[];
   /** Custom hostnames whose certificate is installed (served over TLS). */
   tlsHosts: string[];
+  /**
+   * An elastic service's requests go through the activator (edge/activator.ts), which holds
+   * them through a wake and counts them for autoscaling; with its health check path. Null:
+   * straight to the replicas.
+   */
+  activator: { healthPath: string | null } | null;
 }
 
 /** Where a certificate stands, as the edge reports it. */

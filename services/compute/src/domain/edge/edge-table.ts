@@ -30,6 +30,8 @@ export async function routingTable(edge: EdgeDeps, change: TableChange = {}): Pr
       serviceHost: serviceHost(s, edge.settings.appsDomain),
       customHosts: mine.map((d) => d.hostname),
       tlsHosts: mine.filter((d) => d.tls_status === 'issued').map((d) => d.hostname),
+      // The elastic controller manages it (domain/elastic): only the activator can wake or count it.
+      activator: s.desired_replicas != null ? { healthPath: s.health_check_path } : null,
     };
   });
 }

@@ -107,6 +107,9 @@ export class ShellSession {
     const record: ExecRecord = { session_id: randomUUID(), user_id: caller.userId, replica: replica.replica, ...commandRecord(command) };
     await ctx.store.transaction((tx) => tx.writeEvent(events.execStarted(service, { ...record, email: caller.email ?? null, tty })));
     ctx.eventsWritten();
+    // An open shell keeps an on_demand service awake (domain/elastic).
+    const shells = ctx.elastic?.shells;
+    shells?.set(service.id, (shells.get(service.id) ?? 0) + 1);
     return new ShellSession(ctx, prepared, record, process, limits);
   }
 
@@ -123,6 +126,8 @@ export class ShellSession {
       clearTimeout(this.max);
       if (reason !== 'exited') await this.process.kill().catch((err: unknown) => this.ctx.log.warn({ err: String(err) }, 'could not end a shell process'));
       const { service } = this.prepared;
+      const shells = this.ctx.elastic?.shells;
+      if (shells) shells.set(service.id, Math.max(0, (shells.get(service.id) ?? 1) - 1));
       const durationMs = this.ctx.now().getTime() - this.startedAt;
       this.resolveEnded({ reason, code });
       await this.ctx.store

@@ -15,6 +15,7 @@ import type { ServiceConfig } from './service-config.ts';
 import type { Deployment, Service } from '../records.ts';
 import { transitionalStatus, type DeploymentReason } from './status.ts';
 import { scopeOf, specOf, type ComputeContext } from '../context.ts';
+import { rolloutReplicas } from '../elastic/elastic-controller.ts';
 
 export interface RolloutRequest {
   reason: DeploymentReason;
@@ -57,7 +58,7 @@ export async function rollout(ctx: ComputeContext, service: Service, req: Rollou
   });
   if (failure === null) {
     try {
-      await ctx.cluster.apply(specOf(service, pending));
+      await ctx.cluster.apply(specOf({ ...service, desired_replicas: rolloutReplicas(ctx, req.config) }, pending));
     } catch (err) {
       try {
         failure = failureOf(err);
@@ -71,6 +72,8 @@ export async function rollout(ctx: ComputeContext, service: Service, req: Rollou
   if (failure === null) crashPoint('compute.rollout.applied');
   const result = await commitRollout(ctx, pending, failure);
   ctx.eventsWritten();
+  // Becoming elastic or not moves its route to the activator or off it.
+  if (result.service.desired_replicas !== (service.desired_replicas ?? null)) ctx.edge.syncer.poke();
   // Committed `deploying`, the client not answered: the reconciler settles it running.
   crashPoint('compute.rollout.committed');
   return result;
@@ -100,6 +103,8 @@ export async function commitRollout(ctx: ComputeContext, pending: Deployment, fa
       ...pending.config,
       image: movesImage ? pending.image : pending.config.image,
       current_deployment_id: pending.id,
+      // Every rollout starts an elastic service awake, at its floor: the new version is proven.
+      desired_replicas: rolloutReplicas(ctx, pending.config),
       status: failure === null ? transitionalStatus(pending.reason) : 'crashed',
       status_message: failure,
     };
@@ -147,7 +152,7 @@ export async function finishPendingRollout(ctx: ComputeContext, d: Deployment): 
   }
   let failure: string | null = null;
   try {
-    await ctx.cluster.apply(specOf(service, d));
+    await ctx.cluster.apply(specOf({ ...service, desired_replicas: rolloutReplicas(ctx, d.config) }, d));
   } catch (err) {
     failure = failureOf(err);
   }

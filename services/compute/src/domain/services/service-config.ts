@@ -8,6 +8,10 @@ export const DEPLOYMENT_MODES = ['always_on', 'on_demand'] as const;
 export type DeploymentMode = (typeof DEPLOYMENT_MODES)[number];
 
 export const DEFAULT_WEB_PORT = 8080;
+/** How long an on_demand service stays awake with no request (Render sleeps after 15 minutes too). */
+export const DEFAULT_IDLE_TIMEOUT_SECONDS = 900;
+/** Requests in flight per replica the autoscaler aims at. */
+export const DEFAULT_TARGET_CONCURRENCY = 25;
 export const DEFAULT_RUN_AS_USER = 1000;
 /** Replica bound per service: well past one machine, low enough that a typo cannot ask for 10,000. */
 export const MAX_REPLICAS = 50;
@@ -35,6 +39,10 @@ export interface ServiceConfig {
   command: string[] | null;
   args: string[] | null;
   run_as_user: number;
+  /** on_demand only: seconds with no request before the service sleeps; null for always_on. */
+  idle_timeout_seconds: number | null;
+  /** web only: the requests in flight per replica the autoscaler aims at; null for workers and crons. */
+  target_concurrency: number | null;
 }
 
 const name = z
@@ -69,6 +77,8 @@ const configFields = {
   command: strings.min(1, 'at least one entry (omit the field to keep the image entrypoint)').nullish(),
   args: strings.nullish(),
   run_as_user: z.int().min(0).max(2_147_483_647).nullish(),
+  idle_timeout_seconds: z.int().min(10).max(86_400).nullish(),
+  target_concurrency: z.int().min(1).max(1000).nullish(),
 };
 
 // Strict: an unknown field (a typo such as `replica`) is a 400, never silently ignored.
@@ -90,15 +100,17 @@ function invalid(field: string, message: string): InputError {
 /** Create: the spec's defaults, then its cross-field rules. */
 export function configFromCreate(input: CreateServiceInput): ServiceConfig {
   const type = input.service_type ?? 'web';
+  const mode = input.deployment_mode ?? 'always_on';
   return checkConfig({
     name: input.name,
     service_type: type,
     instance_type: input.instance_type ?? 'svc.nano',
-    deployment_mode: input.deployment_mode ?? 'always_on',
+    deployment_mode: mode,
     image: input.image ?? null,
     port: input.port ?? (type === 'web' ? DEFAULT_WEB_PORT : null),
     health_check_path: input.health_check_path ?? null,
-    min_replicas: input.min_replicas ?? 1,
+    // The contract's default: 1, and 0 with on_demand (it scales to zero).
+    min_replicas: input.min_replicas ?? (mode === 'on_demand' ? 0 : 1),
     max_replicas: input.max_replicas ?? null,
     cron_schedule: input.cron_schedule ?? null,
     disk_size_gb: input.disk_size_gb ?? null,
@@ -106,6 +118,8 @@ export function configFromCreate(input: CreateServiceInput): ServiceConfig {
     command: input.command ?? null,
     args: input.args ?? null,
     run_as_user: input.run_as_user ?? DEFAULT_RUN_AS_USER,
+    idle_timeout_seconds: input.idle_timeout_seconds ?? null,
+    target_concurrency: input.target_concurrency ?? null,
   });
 }
 
@@ -141,6 +155,8 @@ export function configFromPatch(current: ServiceConfig, patch: PatchServiceInput
     command: pick('command'),
     args: pick('args'),
     run_as_user: patch.run_as_user ?? current.run_as_user,
+    idle_timeout_seconds: pick('idle_timeout_seconds'),
+    target_concurrency: pick('target_concurrency'),
   };
   if (typeChanged) {
     if (!has('port')) next.port = null;
@@ -148,13 +164,22 @@ export function configFromPatch(current: ServiceConfig, patch: PatchServiceInput
     if (!has('cron_schedule') && type !== 'cron') next.cron_schedule = null;
     if (!has('deployment_mode') && type !== 'web') next.deployment_mode = 'always_on';
     if (!has('max_replicas') && type === 'cron') next.max_replicas = null;
+    if (!has('target_concurrency') && type !== 'web') next.target_concurrency = null;
   }
+  // Leaving on_demand drops its idle timeout unless the same PATCH sets one (which is then refused).
+  if (next.deployment_mode !== 'on_demand' && current.deployment_mode === 'on_demand' && !has('idle_timeout_seconds')) next.idle_timeout_seconds = null;
   if (next.service_type === 'web' && next.port === null) next.port = DEFAULT_WEB_PORT;
   return checkConfig(next);
 }
 
-/** The spec's rules that tie fields together; each violation names its field. */
+/** The spec's rules that tie fields together, then the elastic defaults; each violation names its field. */
 export function checkConfig(c: ServiceConfig): ServiceConfig {
+  if (c.idle_timeout_seconds !== null && c.deployment_mode !== 'on_demand') {
+    throw invalid('idle_timeout_seconds', 'applies to on_demand services only (always_on services never sleep)');
+  }
+  if (c.target_concurrency !== null && c.service_type !== 'web') {
+    throw invalid('target_concurrency', `applies to web services only (a ${c.service_type} takes no requests; it scales on CPU)`);
+  }
   if (c.service_type !== 'web') {
     if (c.port !== null) throw invalid('port', `${c.service_type} services do not listen on a port`);
     if (c.health_check_path !== null) throw invalid('health_check_path', `only web services are probed over HTTP`);
@@ -181,7 +206,31 @@ export function checkConfig(c: ServiceConfig): ServiceConfig {
   if (c.disk_size_gb !== null && (c.min_replicas > 1 || (c.max_replicas ?? 0) > 1)) {
     throw invalid(c.min_replicas > 1 ? 'min_replicas' : 'max_replicas', 'a service with a disk runs a single replica');
   }
-  return c;
+  return withElasticDefaults(c);
+}
+
+/**
+ * The elastic fields with their defaults: 900 s of idleness for on_demand, 25 requests per
+ * replica for web services. Also applied to the configuration of deployments made before
+ * these fields existed.
+ */
+export function withElasticDefaults(c: ServiceConfig): ServiceConfig {
+  return {
+    ...c,
+    idle_timeout_seconds: c.deployment_mode === 'on_demand' ? (c.idle_timeout_seconds ?? DEFAULT_IDLE_TIMEOUT_SECONDS) : null,
+    target_concurrency: c.service_type === 'web' ? (c.target_concurrency ?? DEFAULT_TARGET_CONCURRENCY) : null,
+  };
+}
+
+/** The fewest replicas an awake service runs: min_replicas, and at least one while an on_demand service is awake. */
+export function replicaFloor(c: ServiceConfig): number {
+  return Math.max(1, c.min_replicas);
+}
+
+/** Whether the elastic controller manages the service's replica count: it sleeps, or scales between a floor and max_replicas. */
+export function isElastic(c: ServiceConfig): boolean {
+  if (c.service_type !== 'web') return false;
+  return c.deployment_mode === 'on_demand' || (c.max_replicas ?? 0) > replicaFloor(c);
 }
 
 /** Fields whose change has to reach the running containers (everything but `image`, which only a deploy changes). */

@@ -22,6 +22,11 @@ export async function refreshStatuses(ctx: ComputeContext, scope: Scope, service
     live.map((s) => targetOf(s, s.current_deployment_id ? deployments.get(s.current_deployment_id) : undefined)),
   );
 
+  // What each read found ready goes out with the service (replicas.ready), stored or not.
+  const ready = (s: Service): Service => {
+    const obs = observations.get(s.id);
+    return obs ? { ...s, ready_replicas: obs.readyReplicas } : s;
+  };
   const now = ctx.now();
   const changes: { service: Service; deployment: Deployment | undefined; next: LiveStatus }[] = [];
   for (const s of live) {
@@ -31,7 +36,7 @@ export async function refreshStatuses(ctx: ComputeContext, scope: Scope, service
     const next = liveStatus(s.status, deploymentState(d), obs, now);
     if (next.status !== s.status || next.message !== s.status_message || next.deployment) changes.push({ service: s, deployment: d, next });
   }
-  if (changes.length === 0) return { services, clusterCalls: calls };
+  if (changes.length === 0) return { services: services.map(ready), clusterCalls: calls };
 
   const updated = new Map<string, Service>();
   // Rows are locked service first, then its deployment, in id order: the order a rollout's
@@ -53,5 +58,5 @@ export async function refreshStatuses(ctx: ComputeContext, scope: Scope, service
     }
   });
   ctx.eventsWritten();
-  return { services: services.map((s) => updated.get(s.id) ?? s), clusterCalls: calls };
+  return { services: services.map((s) => ready(updated.get(s.id) ?? s)), clusterCalls: calls };
 }

@@ -1,0 +1,205 @@
+// The elastic controller: puts idle on_demand services to sleep, wakes them on the request
+// that needs them, and scales web services between their floor and max_replicas on the
+// requests in flight the edge's activator counts (elastic-port.ts). The replica count it
+// chose is the service's `desired_replicas`: written in the transaction of its event, read
+// by every status refresh (targetOf) and applied by rollouts (specOf).
+//
+// - Sleep: an on_demand service with min_replicas 0, nothing in flight, no shell open and no
+//   request for idle_timeout_seconds is drained and scaled to 0 (its containers stopped and
+//   kept: starting them again is the fastest wake here).
+// - Wake: the activator holds the request and calls wake(); the floor is started at once,
+//   one wake per service however many requests wait.
+// - Autoscale: wanted = ceil(peak in flight / target_concurrency), within floor..max. Up at
+//   the next tick; down only after the load stayed below the current count for the
+//   scale-down delay (PIER_COMPUTE_AUTOSCALE_DOWN_DELAY_SECONDS), replicas drained first.
+import { Periodic, type Logger, type PierEvent } from '@pier/kit';
+import type { ComputeContext } from '../context.ts';
+import { specOf } from '../context.ts';
+import { events } from '../events.ts';
+import type { Service } from '../records.ts';
+import { isElastic, replicaFloor, type ServiceConfig } from '../services/service-config.ts';
+import type { ElasticPort } from './elastic-port.ts';
+
+export interface ElasticOptions {
+  tickMs: number;
+  /** How long the load must stay low before replicas are removed. */
+  downDelayMs: number;
+}
+
+/** What the controller remembers of a service between ticks. */
+interface Seen {
+  lastActiveAt: number;
+  /** Peaks of the recent ticks: the scale-up looks at a few seconds, not one sample. */
+  peaks: { at: number; peak: number }[];
+  /** Since when the wanted count has stayed below the current one. */
+  lowSince: number | null;
+}
+
+/** Ticks whose peaks decide a scale-up. */
+const PEAK_WINDOW_MS = 3_000;
+
+/** The replica count a rollout starts a service with: awake at its floor when elastic here, else min_replicas (null). */
+export function rolloutReplicas(ctx: Pick<ComputeContext, 'elastic'>, config: ServiceConfig): number | null {
+  return ctx.elastic && isElastic(config) ? replicaFloor(config) : null;
+}
+
+/** The replicas an elastic service wants for `peak` requests in flight, within its floor and max_replicas. */
+export function wantedReplicas(config: ServiceConfig, peak: number): number {
+  const floor = replicaFloor(config);
+  const max = Math.max(floor, config.max_replicas ?? floor);
+  const byLoad = Math.ceil(peak / (config.target_concurrency ?? 1));
+  return Math.min(max, Math.max(floor, byLoad));
+}
+
+export class ElasticController {
+  private readonly loop: Periodic;
+  private readonly seen = new Map<string, Seen>();
+  private readonly wakes = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly ctx: ComputeContext & { elastic: ElasticPort },
+    private readonly log: Logger,
+    private readonly opts: ElasticOptions,
+  ) {
+    this.loop = new Periodic(() => this.tick(), opts.tickMs, { log, what: 'elastic pass' });
+  }
+
+  start(): void {
+    this.loop.start();
+  }
+
+  stop(): Promise<void> {
+    return this.loop.stop();
+  }
+
+  /**
+   * Starts a sleeping service's floor of replicas; resolves once the cluster started them
+   * (the activator then waits for one to accept connections). One wake per service at a time.
+   */
+  wake(serviceId: string): Promise<void> {
+    const running = this.wakes.get(serviceId);
+    if (running) return running;
+    const wake = this.ctx.locks
+      .run(serviceId, async () => {
+        const s = await this.ctx.store.serviceById(serviceId);
+        if (!s || s.deleted_at || s.desired_replicas == null || s.desired_replicas > 0) return;
+        const started = Date.now();
+        const to = replicaFloor(s);
+        await this.setReplicas(s, to, (now) => events.woken(now, Date.now() - started, to));
+        const wakeMs = Date.now() - started;
+        this.seen.set(serviceId, { lastActiveAt: Date.now(), peaks: [], lowSince: null });
+        this.log.info({ service: serviceId, replicas: to, ms: wakeMs }, 'woke a sleeping service');
+      })
+      .finally(() => this.wakes.delete(serviceId));
+    this.wakes.set(serviceId, wake);
+    return wake;
+  }
+
+  /** Puts an on_demand service to sleep now, as its idle timeout would (the benchmark's many wakes). */
+  sleepNow(serviceId: string): Promise<void> {
+    return this.ctx.locks.run(serviceId, () => this.sleep(serviceId, 0));
+  }
+
+  /** One pass over every elastic service. */
+  async tick(): Promise<void> {
+    const services = await this.ctx.store.elasticServices();
+    const ids = new Set(services.map((s) => s.id));
+    for (const id of this.seen.keys()) if (!ids.has(id)) this.seen.delete(id);
+    for (const s of services) {
+      if (this.ctx.locks.busy(s.id) || (s.desired_replicas ?? 0) === 0) continue;
+      await this.judge(s).catch((err: unknown) => this.log.warn({ service: s.id, err: String(err) }, 'elastic: could not scale a service'));
+    }
+  }
+
+  private async judge(s: Service): Promise<void> {
+    const now = Date.now();
+    const traffic = this.ctx.elastic.traffic(s.id);
+    const seen = this.seen.get(s.id) ?? { lastActiveAt: now, peaks: [], lowSince: null };
+    this.seen.set(s.id, seen);
+    if (traffic.inFlight > 0) seen.lastActiveAt = now;
+    seen.lastActiveAt = Math.max(seen.lastActiveAt, traffic.lastActiveAt);
+    seen.peaks = [...seen.peaks.filter((p) => now - p.at < PEAK_WINDOW_MS), { at: now, peak: traffic.peak }];
+    const current = s.desired_replicas!;
+
+    const idleMs = now - seen.lastActiveAt;
+    if (
+      s.deployment_mode === 'on_demand' &&
+      s.min_replicas === 0 &&
+      traffic.inFlight === 0 &&
+      !this.ctx.elastic.shells.get(s.id) &&
+      idleMs >= (s.idle_timeout_seconds ?? Infinity) * 1000
+    ) {
+      await this.ctx.locks.run(s.id, () => this.sleep(s.id, Math.round(idleMs / 1000)));
+      return;
+    }
+
+    const peak = Math.max(...seen.peaks.map((p) => p.peak));
+    const wanted = wantedReplicas(s, peak);
+    if (wanted > current) {
+      seen.lowSince = null;
+      await this.ctx.locks.run(s.id, () => this.autoscale(s.id, wanted, `${peak} requests in flight, target ${s.target_concurrency} per replica`));
+    } else if (wanted < current) {
+      seen.lowSince ??= now;
+      if (now - seen.lowSince >= this.opts.downDelayMs) {
+        seen.lowSince = null;
+        const reason = `at most ${peak} requests in flight for ${Math.round(this.opts.downDelayMs / 1000)} s, target ${s.target_concurrency} per replica`;
+        await this.ctx.locks.run(s.id, () => this.autoscale(s.id, wanted, reason));
+      }
+    } else {
+      seen.lowSince = null;
+    }
+  }
+
+  private async sleep(serviceId: string, idleSeconds: number): Promise<void> {
+    const s = await this.ctx.store.serviceById(serviceId);
+    if (!s || s.deleted_at || !s.desired_replicas) return;
+    // A request that came in meanwhile keeps it awake.
+    if (this.ctx.elastic.traffic(serviceId).inFlight > 0) return;
+    await this.setReplicas(s, 0, (now) => events.slept(now, idleSeconds));
+    this.log.info({ service: serviceId, idleSeconds }, 'put an idle service to sleep');
+  }
+
+  private async autoscale(serviceId: string, to: number, reason: string): Promise<void> {
+    const s = await this.ctx.store.serviceById(serviceId);
+    if (!s || s.deleted_at || !s.desired_replicas || s.desired_replicas === to || !isElastic(s)) return;
+    const from = s.desired_replicas;
+    await this.setReplicas(s, to, (now) => events.autoscaled(now, from, to, reason));
+    this.log.info({ service: serviceId, from, to, reason }, 'autoscaled a service');
+  }
+
+  /**
+   * Has the cluster run `to` replicas and records it, with its event. The order keeps every
+   * live read in between benign: up, the replicas start before the count is raised (extra
+   * running replicas read as ready); down, what goes is drained (the activator stops
+   * sending to it), then the count is lowered, then the replicas stop (a stopped replica
+   * above the count is parked; below it, it would read as crashed).
+   */
+  private async setReplicas(s: Service, to: number, event: (s: Service) => PierEvent): Promise<void> {
+    const d = s.current_deployment_id ? await this.ctx.store.deploymentById(s.current_deployment_id) : undefined;
+    if (!d) return;
+    const from = s.desired_replicas ?? 0;
+    const spec = specOf({ ...s, desired_replicas: to }, d);
+    const record = (n: number, withEvent: boolean) =>
+      this.ctx.store.transaction(async (tx) => {
+        const now = await tx.updateService(s.id, { desired_replicas: n });
+        if (withEvent) await tx.writeEvent(event(now));
+      });
+    if (to > from) {
+      await this.ctx.elastic.scale(spec, to);
+      await record(to, true);
+    } else {
+      await this.ctx.elastic.drain(s.id, to);
+      await record(to, false);
+      try {
+        await this.ctx.elastic.scale(spec, to);
+      } catch (err) {
+        // Still running: the count goes back, and nothing is said.
+        await record(from, false);
+        throw err;
+      }
+      const after = (await this.ctx.store.serviceById(s.id)) ?? s;
+      await this.ctx.store.transaction((tx) => tx.writeEvent(event(after)));
+    }
+    this.ctx.eventsWritten();
+  }
+}

@@ -1,0 +1,383 @@
+// The activator: where the docker edge (Caddy) sends the requests of elastic services
+// (on_demand, or autoscaled), in the way Knative's activator stands in front of a revision.
+// Caddy keeps terminating TLS and sets who the request is for (X-Pier-Service, -Vpc, -Port,
+// -Health, overriding anything a client sent); the activator, in compute:
+//
+// - forwards to a ready replica (least requests in flight), found through the Engine API by
+//   the service's labels, so scaling needs no edge configuration change;
+// - holds a request when no replica is ready, asks the elastic controller to wake the
+//   service on that very request, and forwards it once a replica accepts connections (or
+//   answers its health check), adding `Server-Timing: wake;dur=<ms>`; 503 after the deadline;
+// - counts requests, WebSockets and event streams in flight per service and replica, which
+//   is what idleness and autoscaling are judged on (domain/elastic);
+// - drains: a replica about to stop gets no new request, and its stop waits for the ones
+//   in flight.
+//
+// It listens on the address of Docker's default bridge on the host, which the edge
+// container reaches; tenants' containers do not (the egress firewall keeps VPC networks
+// off the host), and what it offers is no more than the public edge does anyway.
+import http from 'node:http';
+import net from 'node:net';
+import type { Duplex } from 'node:stream';
+import { isUuid, type Logger } from '@pier/kit';
+import type { ServiceTraffic } from '../domain/elastic/elastic-port.ts';
+
+export const ACTIVATOR_HEADERS = { service: 'x-pier-service', vpc: 'x-pier-vpc', port: 'x-pier-port', health: 'x-pier-health' } as const;
+
+export interface ReplicaAddress {
+  id: string;
+  index: number;
+  address: string;
+}
+
+export interface ActivatorOptions {
+  /** The running replicas of a service (docker.ts's replicaAddresses). */
+  list(serviceId: string, vpcId: string): Promise<ReplicaAddress[]>;
+  /** Wakes a sleeping service (the elastic controller); resolves once its replicas were started. */
+  wake(serviceId: string): Promise<void>;
+  /** How long a request may wait for a ready replica (a wake included) before a 503. */
+  holdMs: number;
+  /** Told of each request that waited for a wake, with how long it waited. */
+  observeWake?(seconds: number): void;
+  logger: Logger;
+}
+
+interface Replica extends ReplicaAddress {
+  ready: boolean;
+  probing: boolean;
+  draining: boolean;
+  inFlight: number;
+}
+
+interface ServiceState {
+  vpcId: string;
+  port: number;
+  healthPath: string | null;
+  replicas: Map<string, Replica>;
+  listedAt: number;
+  listing: Promise<void> | null;
+  inFlight: number;
+  peak: number;
+  lastActiveAt: number;
+  /** While a scale-down or sleep is in progress: replicas from this index up get nothing new. */
+  keep: number;
+}
+
+interface Target {
+  serviceId: string;
+  vpcId: string;
+  port: number;
+  healthPath: string | null;
+}
+
+/** A listing this fresh is used as it is; a waiting request lists again sooner. */
+const LIST_TTL_MS = 1_000;
+const HOLD_LIST_MS = 50;
+const PROBE_EVERY_MS = 10;
+const DRAIN_DEADLINE_MS = 30_000;
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer']);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export class Activator {
+  private readonly server: http.Server;
+  private readonly services = new Map<string, ServiceState>();
+  private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+
+  constructor(private readonly opts: ActivatorOptions) {
+    this.server = http.createServer((req, res) => void this.handle(req, res));
+    this.server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void this.upgrade(req, socket, head));
+    this.server.keepAliveTimeout = 75_000;
+  }
+
+  async listen(host: string, port = 0): Promise<number> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => resolve());
+    });
+    return (this.server.address() as net.AddressInfo).port;
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.agent.destroy();
+  }
+
+  traffic(serviceId: string): ServiceTraffic {
+    const s = this.services.get(serviceId);
+    if (!s) return { inFlight: 0, peak: 0, lastActiveAt: 0 };
+    const peak = Math.max(s.peak, s.inFlight);
+    s.peak = s.inFlight;
+    return { inFlight: s.inFlight, peak, lastActiveAt: s.lastActiveAt };
+  }
+
+  async drain(serviceId: string, keep: number): Promise<void> {
+    const s = this.services.get(serviceId);
+    if (!s) return;
+    s.keep = keep;
+    const deadline = Date.now() + DRAIN_DEADLINE_MS;
+    const busy = () => [...s.replicas.values()].some((r) => r.index >= keep && r.inFlight > 0);
+    while (busy() && Date.now() < deadline) await sleep(20);
+  }
+
+  /** The cluster finished a scale: the drained replicas have stopped (the listing, read afresh, no longer has them). */
+  scaled(serviceId: string): void {
+    const s = this.services.get(serviceId);
+    if (!s) return;
+    s.keep = Infinity;
+    s.listedAt = 0;
+  }
+
+  private targetOf(req: http.IncomingMessage): Target | null {
+    const h = (name: string) => {
+      const v = req.headers[name];
+      return typeof v === 'string' ? v : undefined;
+    };
+    const serviceId = h(ACTIVATOR_HEADERS.service);
+    const vpcId = h(ACTIVATOR_HEADERS.vpc);
+    const port = Number(h(ACTIVATOR_HEADERS.port));
+    if (!serviceId || !vpcId || !isUuid(serviceId) || !isUuid(vpcId) || !Number.isInteger(port) || port < 1 || port > 65535) return null;
+    const health = h(ACTIVATOR_HEADERS.health);
+    return { serviceId, vpcId, port, healthPath: health && health.startsWith('/') ? health : null };
+  }
+
+  private stateOf(t: Target): ServiceState {
+    let s = this.services.get(t.serviceId);
+    if (!s) {
+      s = {
+        vpcId: t.vpcId,
+        port: t.port,
+        healthPath: t.healthPath,
+        replicas: new Map(),
+        listedAt: 0,
+        listing: null,
+        inFlight: 0,
+        peak: 0,
+        lastActiveAt: 0,
+        keep: Infinity,
+      };
+      this.services.set(t.serviceId, s);
+    }
+    // A PATCH of the port or health check reaches the edge's route first.
+    if (s.port !== t.port || s.healthPath !== t.healthPath) {
+      s.port = t.port;
+      s.healthPath = t.healthPath;
+      for (const r of s.replicas.values()) r.ready = false;
+    }
+    return s;
+  }
+
+  /** Re-reads the running replicas when the listing is older than `maxAgeMs`; new ones are probed. */
+  private async refresh(serviceId: string, s: ServiceState, maxAgeMs: number): Promise<void> {
+    if (Date.now() - s.listedAt < maxAgeMs) return;
+    s.listing ??= (async () => {
+      try {
+        const found = await this.opts.list(serviceId, s.vpcId);
+        const next = new Map<string, Replica>();
+        for (const f of found) {
+          const known = s.replicas.get(f.id);
+          next.set(f.id, known && known.address === f.address ? known : { ...f, ready: false, probing: false, draining: false, inFlight: 0 });
+        }
+        s.replicas = next;
+        s.listedAt = Date.now();
+      } finally {
+        s.listing = null;
+      }
+    })();
+    await s.listing;
+    for (const r of s.replicas.values()) if (!r.ready) this.probe(s, r);
+  }
+
+  private probe(s: ServiceState, r: Replica): void {
+    if (r.probing) return;
+    r.probing = true;
+    const done = (ok: boolean) => {
+      r.probing = false;
+      if (ok) r.ready = true;
+    };
+    if (s.healthPath) {
+      const req = http.get({ host: r.address, port: s.port, path: s.healthPath, timeout: 1000, agent: false }, (res) => {
+        res.resume();
+        done((res.statusCode ?? 500) < 400);
+      });
+      req.on('error', () => done(false));
+      req.on('timeout', () => req.destroy());
+    } else {
+      const socket = net.connect({ host: r.address, port: s.port });
+      socket.setTimeout(1000);
+      socket.once('connect', () => (socket.destroy(), done(true)));
+      socket.once('error', () => done(false));
+      socket.once('timeout', () => (socket.destroy(), done(false)));
+    }
+  }
+
+  private pick(s: ServiceState): Replica | undefined {
+    let best: Replica | undefined;
+    for (const r of s.replicas.values()) {
+      if (!r.ready || r.index >= s.keep) continue;
+      if (!best || r.inFlight < best.inFlight) best = r;
+    }
+    return best;
+  }
+
+  /** A ready replica, waking the service and waiting for one when there is none; null after the deadline. */
+  private async replicaFor(serviceId: string, s: ServiceState): Promise<{ replica: Replica; waitedMs: number | null } | null> {
+    await this.refresh(serviceId, s, LIST_TTL_MS);
+    let replica = this.pick(s);
+    if (replica) return { replica, waitedMs: null };
+    const started = Date.now();
+    const deadline = started + this.opts.holdMs;
+    // Asked on this very request; the controller makes one wake of however many ask.
+    let wakeFailed = false;
+    const waking = this.opts.wake(serviceId).then(
+      () => (s.listedAt = 0),
+      (err: unknown) => {
+        wakeFailed = true;
+        this.opts.logger.warn({ service: serviceId, err: String(err) }, 'activator: the wake failed');
+      },
+    );
+    let lastProbe = 0;
+    while (Date.now() < deadline && !wakeFailed) {
+      await this.refresh(serviceId, s, HOLD_LIST_MS).catch(() => undefined);
+      replica = this.pick(s);
+      if (replica) break;
+      if (Date.now() - lastProbe >= PROBE_EVERY_MS) {
+        lastProbe = Date.now();
+        for (const r of s.replicas.values()) if (!r.ready) this.probe(s, r);
+      }
+      await sleep(PROBE_EVERY_MS);
+    }
+    void waking;
+    if (!replica) return null;
+    const waitedMs = Date.now() - started;
+    this.opts.observeWake?.(waitedMs / 1000);
+    return { replica, waitedMs };
+  }
+
+  private begin(s: ServiceState, r: Replica): () => void {
+    s.inFlight++;
+    r.inFlight++;
+    s.peak = Math.max(s.peak, s.inFlight);
+    s.lastActiveAt = Date.now();
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      s.inFlight--;
+      r.inFlight--;
+      s.lastActiveAt = Date.now();
+    };
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const t = this.targetOf(req);
+    if (!t) return unavailable(res, 404, 'no service answers here\n');
+    const s = this.stateOf(t);
+    // Counted from arrival: a request held through a wake keeps the service awake too.
+    s.lastActiveAt = Date.now();
+    const retriable = !hasBody(req);
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const found = await this.replicaFor(t.serviceId, s).catch(() => null);
+      if (!found) return unavailable(res, 503, `${req.headers.host ?? 'this service'} has no healthy replica right now\n`);
+      const { replica, waitedMs } = found;
+      const end = this.begin(s, replica);
+      const outcome = await this.forward(req, res, t, replica, waitedMs);
+      end();
+      // Refused before anything was sent: that replica is not ready after all; try another.
+      if (outcome === 'refused' && retriable && !res.headersSent) {
+        replica.ready = false;
+        s.listedAt = 0;
+        continue;
+      }
+      return;
+    }
+    if (!res.headersSent) unavailable(res, 503, `${req.headers.host ?? 'this service'} has no healthy replica right now\n`);
+  }
+
+  private forward(req: http.IncomingMessage, res: http.ServerResponse, t: Target, r: Replica, waitedMs: number | null): Promise<'done' | 'refused'> {
+    return new Promise((resolve) => {
+      const up = http.request({ host: r.address, port: t.port, method: req.method, path: req.url, headers: forwardHeaders(req), agent: this.agent });
+      up.on('response', (answer) => {
+        const headers = { ...answer.headers };
+        for (const h of HOP_BY_HOP) delete headers[h];
+        if (waitedMs !== null) headers['server-timing'] = [...[headers['server-timing'] ?? []].flat(), `wake;dur=${waitedMs}`];
+        res.writeHead(answer.statusCode ?? 502, headers);
+        answer.pipe(res);
+        answer.on('error', () => res.destroy());
+        res.on('close', () => {
+          answer.destroy();
+          resolve('done');
+        });
+      });
+      up.on('error', (err: NodeJS.ErrnoException) => {
+        if (res.headersSent) {
+          res.destroy();
+          return resolve('done');
+        }
+        if (err.code === 'ECONNREFUSED' || err.code === 'EHOSTUNREACH') return resolve('refused');
+        unavailable(res, 502, 'the replica closed the connection\n');
+        resolve('done');
+      });
+      req.on('close', () => {
+        if (!req.complete) up.destroy();
+      });
+      // A retry after a refused connection: the request (with no body) was read already.
+      if (req.readableEnded) up.end();
+      else req.pipe(up);
+    });
+  }
+
+  private async upgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const t = this.targetOf(req);
+    if (!t) return void socket.destroy();
+    const s = this.stateOf(t);
+    s.lastActiveAt = Date.now();
+    const found = await this.replicaFor(t.serviceId, s).catch(() => null);
+    if (!found) {
+      socket.end('HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+      return;
+    }
+    const end = this.begin(s, found.replica);
+    const upstream = net.connect({ host: found.replica.address, port: t.port });
+    const close = () => {
+      end();
+      upstream.destroy();
+      socket.destroy();
+    };
+    upstream.once('connect', () => {
+      const lines = [`${req.method} ${req.url} HTTP/1.1`];
+      const headers = req.rawHeaders;
+      for (let i = 0; i < headers.length; i += 2) {
+        if (!headers[i]!.toLowerCase().startsWith('x-pier-')) lines.push(`${headers[i]}: ${headers[i + 1]}`);
+      }
+      upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
+      if (head.length) upstream.write(head);
+      upstream.pipe(socket);
+      socket.pipe(upstream);
+    });
+    upstream.on('error', close);
+    upstream.on('close', close);
+    socket.on('error', close);
+    socket.on('close', close);
+  }
+}
+
+function hasBody(req: http.IncomingMessage): boolean {
+  return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+}
+
+/** The request's headers without hop-by-hop ones and without the activator's own. */
+function forwardHeaders(req: http.IncomingMessage): http.OutgoingHttpHeaders {
+  const out: http.OutgoingHttpHeaders = {};
+  for (const [k, v] of Object.entries(req.headers)) {
+    if (v === undefined || HOP_BY_HOP.has(k) || k.startsWith('x-pier-')) continue;
+    out[k] = v;
+  }
+  return out;
+}
+
+function unavailable(res: http.ServerResponse, status: number, body: string): void {
+  if (res.headersSent) return void res.destroy();
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', ...(status === 503 ? { 'retry-after': '5' } : {}) });
+  res.end(`${status} ${http.STATUS_CODES[status]}: ${body}`);
+}
