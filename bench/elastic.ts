@@ -67,7 +67,8 @@ export async function benchElastic(opts: { infra?: Infra; log?: (line: string) =
     throw new Error(`service ${id} did not become ${what}`);
   };
   try {
-    const ip = await edge.ip();
+    // The edge container exists once a first service is routed.
+    let ip = '';
     log(`elastic benchmark: pier/tiny-http through the edge and the activator`);
 
     for (const health of [null, '/healthz']) {
@@ -79,6 +80,7 @@ export async function benchElastic(opts: { infra?: Infra; log?: (line: string) =
       });
       await until(web.id, (s) => s.status === 'running', 'running');
       const host = new URL(web.url).hostname;
+      for (let i = 0; i < 100 && !ip; i++) ip = await edge.ip().catch(async () => (await sleep(100), ''));
       for (let i = 0; i < 50 && (await get(ip, host)).status !== 200; i++) await sleep(100);
       const total: number[] = [];
       const held: number[] = [];

@@ -33,6 +33,19 @@ describe('pier services', () => {
     expect(list.stdout).toMatch(/^web\s+web\s+running\s+svc\.nano\s+1\s+pier\/tiny-http:1\s/m);
   });
 
+  it('creates an on_demand service and an autoscaled one, and shows their settings and replica counts', async () => {
+    const sleepy = await cli.json(['services', 'create', 'sleepy', '--deployment-mode', 'on_demand', '--idle-timeout', '600']);
+    expect(sleepy).toMatchObject({ deployment_mode: 'on_demand', min_replicas: 0, idle_timeout_seconds: 600, target_concurrency: 25 });
+    const busy = await cli.json(['services', 'create', 'busy', '--max-replicas', '4', '--target-concurrency', '10']);
+    expect(busy).toMatchObject({ deployment_mode: 'always_on', max_replicas: 4, target_concurrency: 10, idle_timeout_seconds: null });
+    const shown = await cli.pier(['services', 'show', 'sleepy']);
+    expect(shown.stdout).toMatch(/^replicas\s+0 ready of 0 \(0\)$/m);
+    expect(shown.stdout).toMatch(/^idle timeout\s+600 s$/m);
+    const refused = await cli.pier(['services', 'update', 'busy', '--idle-timeout', '60']);
+    expect(refused).toMatchObject({ code: 1, stderr: expect.stringContaining('idle_timeout_seconds') });
+    for (const name of ['sleepy', 'busy']) expect((await cli.pier(['services', 'delete', name, '--yes'])).code).toBe(0);
+  });
+
   it('sets literals and secret references in one rollout; the value reaches the container, never the output', async () => {
     expect((await cli.pier(['secrets', 'create', 'db-creds', 'password=pa55-w0rd'])).code).toBe(0);
     const set = await cli.pier(['services', 'env', 'set', 'web', 'GREETING=hello', '--secret', 'DB_PASSWORD=db-creds:password', '--wait']);
