@@ -61,6 +61,8 @@ interface ServiceState {
   lastActiveAt: number;
   /** While a scale-down or sleep is in progress: replicas from this index up get nothing new. */
   keep: number;
+  /** The wake asked for by the first request that found no replica; the others wait on it. */
+  waking: Promise<void> | null;
 }
 
 interface Target {
@@ -82,6 +84,8 @@ export class Activator {
   private readonly server: http.Server;
   private readonly services = new Map<string, ServiceState>();
   private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  /** Upgraded connections (WebSockets): the HTTP server no longer tracks them. */
+  private readonly tunnels = new Set<Duplex>();
 
   constructor(private readonly opts: ActivatorOptions) {
     this.server = http.createServer((req, res) => void this.handle(req, res));
@@ -99,6 +103,7 @@ export class Activator {
 
   async close(): Promise<void> {
     this.server.closeAllConnections();
+    for (const t of this.tunnels) t.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.agent.destroy();
   }
@@ -155,6 +160,7 @@ export class Activator {
         peak: 0,
         lastActiveAt: 0,
         keep: Infinity,
+        waking: null,
       };
       this.services.set(t.serviceId, s);
     }
@@ -227,15 +233,19 @@ export class Activator {
     if (replica) return { replica, waitedMs: null };
     const started = Date.now();
     const deadline = started + this.opts.holdMs;
-    // Asked on this very request; the controller makes one wake of however many ask.
+    // Asked on this very request, once however many requests wait.
     let wakeFailed = false;
-    const waking = this.opts.wake(serviceId).then(
-      () => (s.listedAt = 0),
-      (err: unknown) => {
-        wakeFailed = true;
-        this.opts.logger.warn({ service: serviceId, err: String(err) }, 'activator: the wake failed');
-      },
-    );
+    s.waking ??= this.opts
+      .wake(serviceId)
+      .then(
+        () => void (s.listedAt = 0),
+        (err: unknown) => {
+          this.opts.logger.warn({ service: serviceId, err: String(err) }, 'activator: the wake failed');
+          throw err;
+        },
+      )
+      .finally(() => (s.waking = null));
+    s.waking.catch(() => (wakeFailed = true));
     let lastProbe = 0;
     while (Date.now() < deadline && !wakeFailed) {
       await this.refresh(serviceId, s, HOLD_LIST_MS).catch(() => undefined);
@@ -247,7 +257,6 @@ export class Activator {
       }
       await sleep(PROBE_EVERY_MS);
     }
-    void waking;
     if (!replica) return null;
     const waitedMs = Date.now() - started;
     this.opts.observeWake?.(waitedMs / 1000);
@@ -355,10 +364,10 @@ export class Activator {
       upstream.pipe(socket);
       socket.pipe(upstream);
     });
-    upstream.on('error', close);
-    upstream.on('close', close);
-    socket.on('error', close);
-    socket.on('close', close);
+    // Either side ending ends both (the HTTP server's sockets allow half-open ones).
+    for (const side of [upstream, socket]) for (const event of ['error', 'end', 'close']) side.on(event, close);
+    this.tunnels.add(socket);
+    socket.once('close', () => this.tunnels.delete(socket));
   }
 }
 
