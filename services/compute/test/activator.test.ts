@@ -34,7 +34,7 @@ async function replica(port = 0, delayMs = 0): Promise<{ port: number; seen: htt
 const serviceId = randomUUID();
 const vpcId = randomUUID();
 
-async function activatorWith(list: () => ReplicaAddress[], wake: () => Promise<void> = async () => {}, holdMs = 5_000) {
+async function activatorWith(list: () => ReplicaAddress[], wake: () => Promise<boolean> = async () => false, holdMs = 5_000) {
   const activator = new Activator({ list: async () => list(), wake, holdMs, logger: createLogger('activator-test', 'silent') });
   const port = await activator.listen('127.0.0.1');
   cleanups.push(() => activator.close());
@@ -76,6 +76,7 @@ describe('the activator', () => {
         await new Promise((r) => setTimeout(r, 200));
         await replica(free.port);
         running = [{ id: 'c0', index: 0, address: '127.0.0.1' }];
+        return true;
       },
     );
     const answers = await Promise.all(Array.from({ length: 10 }, () => send(port, free.port)));
@@ -84,6 +85,16 @@ describe('the activator', () => {
     for (const a of answers) expect(Number(/^wake;dur=(\d+)$/.exec(String(a.headers['server-timing']))?.[1])).toBeGreaterThanOrEqual(200);
     // Awake: no wake in the timing any more.
     expect((await send(port, free.port)).headers['server-timing']).toBeUndefined();
+  });
+
+  it('waits for a replica that is not ready yet without calling it a wake', async () => {
+    const free = await replica();
+    await new Promise<void>((r) => free.server.close(() => r()));
+    const { port } = await activatorWith(() => [{ id: 'c0', index: 0, address: '127.0.0.1' }]);
+    setTimeout(() => void replica(free.port), 150);
+    const r = await send(port, free.port);
+    expect(r.status).toBe(200);
+    expect(r.headers['server-timing']).toBeUndefined();
   });
 
   it('answers 503 once the hold runs out with no replica, and forwards none of its own headers', async () => {

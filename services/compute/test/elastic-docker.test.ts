@@ -6,7 +6,8 @@
 // floor after the scale-down delay, with no failed request.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import http from 'node:http';
-import { adminQuery, testEdge } from '@pier/testing';
+import { IDENTITY_HEADER } from '@pier/kit';
+import { adminQuery, openShell, shellUrl, testEdge } from '@pier/testing';
 import { cleanDocker, startCompute, TINY_HTTP, until, type Compute } from './support.ts';
 
 const edge = testEdge('apps.elastic.test');
@@ -130,6 +131,27 @@ describe('an on_demand service', () => {
     // One wake for all of them.
     const woken = await eventsOf(web.id, 'service.woken');
     expect(woken.length).toBe(2);
+  }, 90_000);
+
+  it('stays awake past its idle timeout while a shell is open, and sleeps once it closed', async () => {
+    await until(
+      () => service(web.id),
+      (s) => s.status === 'running' && s.replicas.ready === 1,
+      20_000,
+    );
+    const slept = (await eventsOf(web.id, 'service.slept')).length;
+    const url = shellUrl(`${c.url.replace(/^http/, 'ws')}${c.base}/${web.id}/exec`, { command: ['/bin/sh', '-c', 'echo open; sleep 60'], tty: 'false' });
+    const shell = await openShell(url, { [IDENTITY_HEADER]: await c.token('owner') });
+    await shell.waitFor('open');
+    await new Promise((r) => setTimeout(r, 14_000));
+    expect((await service(web.id)).status).toBe('running');
+    expect((await eventsOf(web.id, 'service.slept')).length).toBe(slept);
+    shell.ws.close();
+    await until(
+      () => service(web.id),
+      (s) => s.status === 'scaled',
+      40_000,
+    );
   }, 90_000);
 });
 

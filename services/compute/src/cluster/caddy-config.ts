@@ -48,7 +48,8 @@ function viaActivator(r: EdgeRoute, activator: string) {
     },
     // Event streams and long polls pass through as they are written.
     flush_interval: -1,
-    transport: { protocol: 'http', dial_timeout: '1s' },
+    // Idle connections are let go before the activator would close them (its keepAliveTimeout).
+    transport: { protocol: 'http', dial_timeout: '1s', keep_alive: { idle_timeout: '60s' } },
   };
 }
 

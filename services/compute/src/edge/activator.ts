@@ -33,8 +33,8 @@ export interface ReplicaAddress {
 export interface ActivatorOptions {
   /** The running replicas of a service (docker.ts's replicaAddresses). */
   list(serviceId: string, vpcId: string): Promise<ReplicaAddress[]>;
-  /** Wakes a sleeping service (the elastic controller); resolves once its replicas were started. */
-  wake(serviceId: string): Promise<void>;
+  /** Wakes a sleeping service (the elastic controller); resolves once its replicas were started, true if it was asleep. */
+  wake(serviceId: string): Promise<boolean>;
   /** How long a request may wait for a ready replica (a wake included) before a 503. */
   holdMs: number;
   /** Told of each request that waited for a wake, with how long it waited. */
@@ -62,7 +62,7 @@ interface ServiceState {
   /** While a scale-down or sleep is in progress: replicas from this index up get nothing new. */
   keep: number;
   /** The wake asked for by the first request that found no replica; the others wait on it. */
-  waking: Promise<void> | null;
+  waking: Promise<boolean> | null;
 }
 
 interface Target {
@@ -90,7 +90,9 @@ export class Activator {
   constructor(private readonly opts: ActivatorOptions) {
     this.server = http.createServer((req, res) => void this.handle(req, res));
     this.server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void this.upgrade(req, socket, head));
-    this.server.keepAliveTimeout = 75_000;
+    // Longer than the edge keeps an idle connection to us (caddy-config.ts): the edge, not
+    // the activator, closes it, so the edge never sends on a connection closed under it.
+    this.server.keepAliveTimeout = 120_000;
   }
 
   async listen(host: string, port = 0): Promise<number> {
@@ -235,17 +237,24 @@ export class Activator {
     const deadline = started + this.opts.holdMs;
     // Asked on this very request, once however many requests wait.
     let wakeFailed = false;
+    let woke = false;
     s.waking ??= this.opts
       .wake(serviceId)
       .then(
-        () => void (s.listedAt = 0),
+        (asleep) => {
+          s.listedAt = 0;
+          return asleep;
+        },
         (err: unknown) => {
           this.opts.logger.warn({ service: serviceId, err: String(err) }, 'activator: the wake failed');
           throw err;
         },
       )
       .finally(() => (s.waking = null));
-    s.waking.catch(() => (wakeFailed = true));
+    s.waking.then(
+      (asleep) => (woke = asleep),
+      () => (wakeFailed = true),
+    );
     let lastProbe = 0;
     while (Date.now() < deadline && !wakeFailed) {
       await this.refresh(serviceId, s, HOLD_LIST_MS).catch(() => undefined);
@@ -258,6 +267,9 @@ export class Activator {
       await sleep(PROBE_EVERY_MS);
     }
     if (!replica) return null;
+    // Only a wait for a wake is one (Server-Timing, the cold-start histogram); a replica
+    // briefly not ready (a rollout, a restart) is not.
+    if (!woke) return { replica, waitedMs: null };
     const waitedMs = Date.now() - started;
     this.opts.observeWake?.(waitedMs / 1000);
     return { replica, waitedMs };
@@ -292,10 +304,12 @@ export class Activator {
       const end = this.begin(s, replica);
       const outcome = await this.forward(req, res, t, replica, waitedMs);
       end();
-      // Refused before anything was sent: that replica is not ready after all; try another.
-      if (outcome === 'refused' && retriable && !res.headersSent) {
-        replica.ready = false;
-        s.listedAt = 0;
+      // Nothing reached the replica: try again (a refused one is not ready after all).
+      if (outcome !== 'done' && retriable && !res.headersSent) {
+        if (outcome === 'refused') {
+          replica.ready = false;
+          s.listedAt = 0;
+        }
         continue;
       }
       return;
@@ -303,7 +317,7 @@ export class Activator {
     if (!res.headersSent) unavailable(res, 503, `${req.headers.host ?? 'this service'} has no healthy replica right now\n`);
   }
 
-  private forward(req: http.IncomingMessage, res: http.ServerResponse, t: Target, r: Replica, waitedMs: number | null): Promise<'done' | 'refused'> {
+  private forward(req: http.IncomingMessage, res: http.ServerResponse, t: Target, r: Replica, waitedMs: number | null): Promise<'done' | 'refused' | 'reset'> {
     return new Promise((resolve) => {
       const up = http.request({ host: r.address, port: t.port, method: req.method, path: req.url, headers: forwardHeaders(req), agent: this.agent });
       up.on('response', (answer) => {
@@ -323,7 +337,10 @@ export class Activator {
           res.destroy();
           return resolve('done');
         }
+        // Refused, or a pooled connection the replica had closed meanwhile (Node's advice:
+        // retry when a reused socket is reset): nothing reached the replica.
         if (err.code === 'ECONNREFUSED' || err.code === 'EHOSTUNREACH') return resolve('refused');
+        if (up.reusedSocket && err.code === 'ECONNRESET') return resolve('reset');
         unavailable(res, 502, 'the replica closed the connection\n');
         resolve('done');
       });

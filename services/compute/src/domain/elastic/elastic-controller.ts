@@ -54,7 +54,7 @@ export function wantedReplicas(config: ServiceConfig, peak: number): number {
 export class ElasticController {
   private readonly loop: Periodic;
   private readonly seen = new Map<string, Seen>();
-  private readonly wakes = new Map<string, Promise<void>>();
+  private readonly wakes = new Map<string, Promise<boolean>>();
 
   constructor(
     private readonly ctx: ComputeContext & { elastic: ElasticPort },
@@ -74,21 +74,23 @@ export class ElasticController {
 
   /**
    * Starts a sleeping service's floor of replicas; resolves once the cluster started them
-   * (the activator then waits for one to accept connections). One wake per service at a time.
+   * (the activator then waits for one to accept connections), true if it was asleep. One
+   * wake per service at a time.
    */
-  wake(serviceId: string): Promise<void> {
+  wake(serviceId: string): Promise<boolean> {
     const running = this.wakes.get(serviceId);
     if (running) return running;
     const wake = this.ctx.locks
       .run(serviceId, async () => {
         const s = await this.ctx.store.serviceById(serviceId);
-        if (!s || s.deleted_at || s.desired_replicas == null || s.desired_replicas > 0) return;
+        if (!s || s.deleted_at || s.desired_replicas == null || s.desired_replicas > 0) return false;
         const started = Date.now();
         const to = replicaFloor(s);
         await this.setReplicas(s, to, (now) => events.woken(now, Date.now() - started, to));
         const wakeMs = Date.now() - started;
         this.seen.set(serviceId, { lastActiveAt: Date.now(), peaks: [], lowSince: null });
         this.log.info({ service: serviceId, replicas: to, ms: wakeMs }, 'woke a sleeping service');
+        return true;
       })
       .finally(() => this.wakes.delete(serviceId));
     this.wakes.set(serviceId, wake);
