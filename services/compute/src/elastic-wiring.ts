@@ -37,8 +37,16 @@ export async function createElastic(
     observeWake: (seconds) => observeWake({}, seconds),
     logger,
   });
-  const host = await edge.bridgeGateway();
-  const listening = await activator.listen(host);
+  let host: string;
+  let listening: number;
+  try {
+    host = await edge.bridgeGateway();
+    listening = await activator.listen(host);
+  } catch (err) {
+    // Compute still serves everything else: services keep the replicas their configuration says.
+    logger.error({ err: String(err) }, 'elastic services: the activator cannot listen where the edge reaches it; sleep, wake and autoscaling are off');
+    return null;
+  }
   edge.activatorAddress = `${host}:${listening}`;
   logger.info({ address: edge.activatorAddress }, 'elastic services: the activator listens for the edge');
   const port: ElasticPort = {

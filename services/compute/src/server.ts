@@ -130,7 +130,7 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
         ],
         checks: { cluster: () => cluster.ping() },
         keepAliveMs: config.PIER_COMPUTE_SSE_KEEPALIVE_MS,
-        describe: { cluster: cluster.kind },
+        describe: { cluster: cluster.kind, elastic: elastic ? 'on' : 'off' },
         extra: {
           runDiskBackupsDue: (now: Date) => diskBackups.runDue(now),
           expireDomainClaims: (now: Date) => claimExpiry.pass(now),
