@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import http from 'node:http';
 import { IDENTITY_HEADER } from '@pier/kit';
 import { adminQuery, openShell, shellUrl, testEdge } from '@pier/testing';
-import { cleanDocker, startCompute, TINY_HTTP, until, type Compute } from './support.ts';
+import { cleanDocker, docker, startCompute, TINY_HTTP, until, type Compute } from './support.ts';
 
 const edge = testEdge('apps.elastic.test');
 let c: Compute;
@@ -20,17 +20,31 @@ interface Answer {
 }
 
 /** A request to the edge with the service's Host, as its users send it. */
-async function viaEdge(url: string, pathname = '/'): Promise<Answer> {
+async function viaEdge(url: string, pathname = '/', headers: Record<string, string> = {}): Promise<Answer> {
   const ip = await edge.ip();
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: ip, port: 80, path: pathname, headers: { host: new URL(url).hostname }, timeout: 60_000, agent: false }, (res) => {
-      let body = '';
-      res.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
-    });
+    const req = http.request(
+      { host: ip, port: 80, path: pathname, headers: { ...headers, host: new URL(url).hostname }, timeout: 60_000, agent: false },
+      (res) => {
+        let body = '';
+        res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
+}
+
+/** A command's output (stdout and stderr) in a container. */
+async function inContainer(id: string, cmd: string[]): Promise<string> {
+  const exec = await docker.getContainer(id).exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true });
+  const stream = await exec.start({});
+  const chunks: Buffer[] = [];
+  const sink = { write: (chunk: Buffer) => chunks.push(chunk) } as unknown as NodeJS.WritableStream;
+  docker.modem.demuxStream(stream, sink, sink);
+  await new Promise((resolve) => stream.on('end', resolve));
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 async function service(id: string): Promise<{ status: string; replicas: { desired: number; ready: number }; url: string }> {
@@ -209,4 +223,44 @@ describe('autoscaling', () => {
     expect(scaled.every((e) => (e.to as number) <= 3)).toBe(true);
     console.info(`autoscaled: ${scaled.map((e) => `${e.from}->${e.to} (${e.reason})`).join('; ')}`);
   }, 150_000);
+});
+
+describe('between tenants', () => {
+  let front: { id: string; url: string; vpc_id: string };
+  let other: { id: string; url: string };
+
+  beforeAll(async () => {
+    front = (await created({ name: 'front', deployment_mode: 'on_demand', idle_timeout_seconds: 600 })) as typeof front;
+    other = await created({ name: 'other', deployment_mode: 'on_demand', idle_timeout_seconds: 600 });
+  }, 120_000);
+
+  it("cannot send a request to another service with the activator's own headers, nor pass them on", async () => {
+    const spoofed = await viaEdge(front.url, '/cgi-bin/env', {
+      'x-pier-service': other.id,
+      'x-pier-vpc': front.vpc_id,
+      'x-pier-port': '8080',
+      'x-pier-health': '/cgi-bin/env',
+    });
+    expect(spoofed.status).toBe(200);
+    // Answered by front's own replica (HOSTNAME is its container's short id), which saw none of them.
+    const [replica] = await docker.listContainers({ filters: JSON.stringify({ label: [`pier.service=${front.id}`], status: ['running'] }) });
+    expect(spoofed.body).toMatch(new RegExp(`^HOSTNAME=${replica!.Id.slice(0, 12)}$`, 'm'));
+    expect(spoofed.body).not.toMatch(/HTTP_X_PIER_/);
+  });
+
+  it("cannot reach the activator on the host from a tenant's replica", async () => {
+    const config = await inContainer(edge.name, ['cat', '/run/pier-edge/config.json']);
+    const activator = /"dial":"(\d+\.\d+\.\d+\.\d+):(\d+)"/.exec(config);
+    expect(activator, 'the edge sends elastic services to the activator').not.toBeNull();
+    const [replica] = await docker.listContainers({ filters: JSON.stringify({ label: [`pier.service=${front.id}`], status: ['running'] }) });
+    const probe = (host: string, port: string) =>
+      inContainer(replica!.Id, [
+        '/bin/sh',
+        '-c',
+        `out=$(printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 5 ${host} ${port} 2>&1); case "$out" in *HTTP/*) echo REACHED;; *) echo BLOCKED;; esac`,
+      ]);
+    // The probe works: a service of its own VPC answers it by name.
+    expect((await probe('other', '8080')).trim()).toBe('REACHED');
+    expect((await probe(activator![1]!, activator![2]!)).trim()).toBe('BLOCKED');
+  }, 30_000);
 });
