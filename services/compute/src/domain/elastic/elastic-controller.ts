@@ -84,11 +84,11 @@ export class ElasticController {
       .run(serviceId, async () => {
         const s = await this.ctx.store.serviceById(serviceId);
         if (!s || s.deleted_at || s.desired_replicas == null || s.desired_replicas > 0) return false;
-        const started = Date.now();
+        const started = this.ctx.now().getTime();
         const to = replicaFloor(s);
-        await this.setReplicas(s, to, (now) => events.woken(now, Date.now() - started, to));
-        const wakeMs = Date.now() - started;
-        this.seen.set(serviceId, { lastActiveAt: Date.now(), peaks: [], lowSince: null });
+        await this.setReplicas(s, to, (now) => events.woken(now, this.ctx.now().getTime() - started, to));
+        const wakeMs = this.ctx.now().getTime() - started;
+        this.seen.set(serviceId, { lastActiveAt: this.ctx.now().getTime(), peaks: [], lowSince: null });
         this.log.info({ service: serviceId, replicas: to, ms: wakeMs }, 'woke a sleeping service');
         return true;
       })
@@ -114,7 +114,7 @@ export class ElasticController {
   }
 
   private async judge(s: Service): Promise<void> {
-    const now = Date.now();
+    const now = this.ctx.now().getTime();
     const traffic = this.ctx.elastic.traffic(s.id);
     const seen = this.seen.get(s.id) ?? { lastActiveAt: now, peaks: [], lowSince: null };
     this.seen.set(s.id, seen);
