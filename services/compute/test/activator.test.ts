@@ -87,6 +87,21 @@ describe('the activator', () => {
     expect((await send(port, free.port)).headers['server-timing']).toBeUndefined();
   });
 
+  it('calls it a wake when the wake is recorded only after its replica already answers (the CI race)', async () => {
+    const up = await replica();
+    let running: ReplicaAddress[] = [];
+    const { port } = await activatorWith(
+      () => running,
+      async () => {
+        running = [{ id: 'c0', index: 0, address: '127.0.0.1' }];
+        // The count's transaction, after the container listens and the probe saw it.
+        await new Promise((r) => setTimeout(r, 150));
+        return true;
+      },
+    );
+    expect((await send(port, up.port)).headers['server-timing']).toMatch(/^wake;dur=\d+$/);
+  });
+
   it('waits for a replica that is not ready yet without calling it a wake', async () => {
     const free = await replica();
     await new Promise<void>((r) => free.server.close(() => r()));

@@ -77,6 +77,8 @@ const LIST_TTL_MS = 1_000;
 const HOLD_LIST_MS = 50;
 const PROBE_EVERY_MS = 10;
 const DRAIN_DEADLINE_MS = 30_000;
+/** How long a request that found its replica waits to learn whether its wait was a wake. */
+const WAKE_SETTLE_MS = 1_000;
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer']);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -237,8 +239,7 @@ export class Activator {
     const deadline = started + this.opts.holdMs;
     // Asked on this very request, once however many requests wait.
     let wakeFailed = false;
-    let woke = false;
-    s.waking ??= this.opts
+    const waking = (s.waking ??= this.opts
       .wake(serviceId)
       .then(
         (asleep) => {
@@ -250,11 +251,8 @@ export class Activator {
           throw err;
         },
       )
-      .finally(() => (s.waking = null));
-    s.waking.then(
-      (asleep) => (woke = asleep),
-      () => (wakeFailed = true),
-    );
+      .finally(() => (s.waking = null)));
+    waking.catch(() => (wakeFailed = true));
     let lastProbe = 0;
     while (Date.now() < deadline && !wakeFailed) {
       await this.refresh(serviceId, s, HOLD_LIST_MS).catch(() => undefined);
@@ -267,10 +265,14 @@ export class Activator {
       await sleep(PROBE_EVERY_MS);
     }
     if (!replica) return null;
-    // Only a wait for a wake is one (Server-Timing, the cold-start histogram); a replica
-    // briefly not ready (a rollout, a restart) is not.
-    if (!woke) return { replica, waitedMs: null };
     const waitedMs = Date.now() - started;
+    // Only a wait for a wake is one (Server-Timing, the cold-start histogram); a replica
+    // briefly not ready (a rollout, a restart) is not. A wake resolves once its count is
+    // recorded, which may be a few ms after its replica answers a probe; one that has not
+    // resolved within a second is waiting on another holder of the service's lock (a
+    // rollout), which leaves the service awake and the wake with nothing to do.
+    const woke = await Promise.race([waking.catch(() => false), sleep(WAKE_SETTLE_MS).then(() => false)]);
+    if (!woke) return { replica, waitedMs: null };
     this.opts.observeWake?.(waitedMs / 1000);
     return { replica, waitedMs };
   }
