@@ -2,8 +2,9 @@
 # A real single-node Kubernetes on this machine, for the tests and for trying Pier on it:
 # etcd, kube-apiserver, kube-controller-manager and kube-scheduler (the control plane) and,
 # where it can run, one node (Debian's containerd + runc + CNI plugins, the kubelet, and
-# kube-proxy for Services' ClusterIPs) whose containerd holds Pier's locally built images. The binaries come from
-# deploy/kube/build.sh (built once into a cache outside the checkout).
+# kube-proxy for Services' ClusterIPs) whose containerd holds Pier's locally built images,
+# and metrics-server, so HorizontalPodAutoscalers act. The binaries come from
+# deploy/kube/build.sh and build-addons.sh (built once into a cache outside the checkout).
 #
 #   deploy/kube/cluster.sh start [--user PID]  build if needed, start, import the images
 #   deploy/kube/cluster.sh stop  [--user PID]  stop everything and remove all state
@@ -45,6 +46,7 @@ KUBELET_PORT=10350
 KUBELET_HEALTHZ_PORT=10348
 PROXY_HEALTHZ_PORT=10346
 PROXY_METRICS_PORT=10347
+METRICS_PORT=10343
 NODE_NAME=pier-kube-node
 POD_CIDR=10.88.0.0/16
 SERVICE_CIDR=10.96.0.0/16
@@ -125,6 +127,8 @@ pki() {
     sign apiserver /CN=kube-apiserver "subjectAltName=IP:127.0.0.1,IP:${SERVICE_CIDR%.*/*}.1,IP:$ip,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\nextendedKeyUsage=serverAuth\n"
     sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "extendedKeyUsage=clientAuth\n"
     sign kubelet "/O=system:nodes/CN=system:node:$NODE_NAME" "subjectAltName=IP:$ip,IP:127.0.0.1,DNS:$NODE_NAME,DNS:localhost\nextendedKeyUsage=serverAuth\n"
+    # The API server's identity towards aggregated APIs (metrics-server), which trust it by this CA and name.
+    sign front-proxy-client /CN=front-proxy-client "extendedKeyUsage=clientAuth\n"
     openssl genrsa -out sa.key 2048 2>/dev/null
     openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
     local ta tc ts tk tp
@@ -197,7 +201,11 @@ cmd_start() {
     --service-cluster-ip-range="$SERVICE_CIDR" --authorization-mode=Node,RBAC --allow-privileged=true \
     --kubelet-client-certificate="$p/apiserver-kubelet-client.crt" --kubelet-client-key="$p/apiserver-kubelet-client.key" \
     --kubelet-certificate-authority="$p/ca.crt" --kubelet-preferred-address-types=InternalIP,Hostname \
-    --profiling=false
+    --requestheader-client-ca-file="$p/ca.crt" --requestheader-allowed-names=front-proxy-client \
+    --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+    --requestheader-extra-headers-prefix=X-Remote-Extra- \
+    --proxy-client-cert-file="$p/front-proxy-client.crt" --proxy-client-key-file="$p/front-proxy-client.key" \
+    --enable-aggregator-routing=true --profiling=false
   wait_for kube-apiserver 120 sh -c "curl -sf --cacert $p/ca.crt https://127.0.0.1:$APISERVER_PORT/readyz | grep -qx ok"
   launch kube-controller-manager nice -n 5 "$bin/kube-controller-manager" \
     --kubeconfig="$STATE_DIR/kubeconfig-kcm" --authentication-kubeconfig="$STATE_DIR/kubeconfig-kcm" \
@@ -220,6 +228,7 @@ cmd_start() {
     log "NO NODE: $problem; pods will not run"
   else
     start_node "$ip" "$bin"
+    start_metrics_server "$ip" "$bin"
     echo ready >"$STATE_DIR/node"
   fi
   log "up in $(since "$started")s; export KUBECONFIG=$STATE_DIR/kubeconfig (kubectl: $bin/kubectl)"
@@ -359,6 +368,54 @@ YAML
   log "kube-proxy ready ($(since "$t")s)"
 }
 
+# metrics-server (deploy/kube/build-addons.sh) on the host, as the control plane runs: it
+# scrapes the kubelet every 10 s and serves metrics.k8s.io, which the API server reaches
+# through a selector-less Service whose endpoint is the host (aggregator routing goes to
+# endpoints, not ClusterIPs). HorizontalPodAutoscalers then act on real CPU.
+start_metrics_server() {
+  local ip=$1 bin=$2 addons t k
+  t=$(now)
+  addons=$("$HERE/build-addons.sh")
+  mkdir -p "$STATE_DIR/metrics-server"
+  launch metrics-server nice -n 5 "$addons/metrics-server" --secure-port="$METRICS_PORT" --bind-address=0.0.0.0 \
+    --cert-dir="$STATE_DIR/metrics-server" --kubeconfig="$STATE_DIR/kubeconfig" \
+    --authentication-kubeconfig="$STATE_DIR/kubeconfig" --authorization-kubeconfig="$STATE_DIR/kubeconfig" \
+    --kubelet-insecure-tls --kubelet-preferred-address-types=InternalIP --kubelet-use-node-status-port \
+    --metric-resolution=10s --kubelet-request-timeout=5s
+  wait_for metrics-server 60 curl -sfk "https://127.0.0.1:$METRICS_PORT/livez"
+  k=("$bin/kubectl" --kubeconfig "$STATE_DIR/kubeconfig")
+  "${k[@]}" apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Service
+metadata: {name: metrics-server, namespace: kube-system}
+spec: {ports: [{name: https, port: 443, targetPort: $METRICS_PORT, protocol: TCP}]}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: metrics-server-host
+  namespace: kube-system
+  labels: {kubernetes.io/service-name: metrics-server}
+addressType: IPv4
+endpoints: [{addresses: ["$ip"]}]
+ports: [{name: https, port: $METRICS_PORT, protocol: TCP}]
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1beta1.metrics.k8s.io}
+spec:
+  group: metrics.k8s.io
+  version: v1beta1
+  service: {name: metrics-server, namespace: kube-system, port: 443}
+  groupPriorityMinimum: 100
+  versionPriority: 100
+  insecureSkipTLSVerify: true
+YAML
+  # The first scrape is one resolution (10 s) away: the node's metrics say it works.
+  wait_for metrics-server 90 "${k[@]}" get --raw "/apis/metrics.k8s.io/v1beta1/nodes/$NODE_NAME"
+  log "metrics-server ready: node metrics served ($(since "$t")s)"
+}
+
 # ---------------------------------------------------------------- stop
 stop_one() {
   local n=$1 pid i
@@ -392,6 +449,7 @@ cmd_stop() {
   local t bin
   t=$(now)
   bin=$(cat "$STATE_DIR/bin" 2>/dev/null || true)
+  stop_one metrics-server
   stop_one kube-proxy
   # Its iptables chains (KUBE-SERVICES, KUBE-FORWARD, ...) outlive it: removed here.
   if [[ -x $bin/kube-proxy ]] && command -v iptables >/dev/null; then
@@ -455,7 +513,7 @@ pkill_shims() {
 cmd_status() {
   local n
   [[ -f $STATE_DIR/node ]] && echo "node: $(cat "$STATE_DIR/node")"
-  for n in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy; do
+  for n in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy metrics-server; do
     if alive "$n"; then printf '%-24s pid %s\n' "$n" "$(cat "$STATE_DIR/pids/$n")"; else printf '%-24s stopped\n' "$n"; fi
   done
 }

@@ -32,7 +32,10 @@ export function createCluster(
   observe?: ClusterCallObserver,
   ownedServices?: OwnedServices,
 ): ClusterPort {
-  if (config.PIER_CLUSTER === 'kubernetes') return KubernetesCluster.fromKubeconfig(config.PIER_KUBECONFIG, logger, observe);
+  if (config.PIER_CLUSTER === 'kubernetes')
+    return KubernetesCluster.fromKubeconfig(config.PIER_KUBECONFIG, logger, observe, {
+      scaleDownDelaySeconds: config.PIER_COMPUTE_AUTOSCALE_DOWN_DELAY_SECONDS,
+    });
   return new DockerCluster({
     observe,
     host: config.PIER_DOCKER_HOST,

@@ -244,7 +244,16 @@ export function serviceManifest(spec: WorkloadSpec): Manifest {
   };
 }
 
-export function autoscalerManifest(spec: WorkloadSpec): Manifest {
+/** How the cluster's autoscaler behaves: what compute's settings say (PIER_COMPUTE_AUTOSCALE_DOWN_DELAY_SECONDS). */
+export interface AutoscalingOptions {
+  /** How long the load must stay low before replicas are removed (the HPA's scale-down stabilization window). */
+  scaleDownDelaySeconds: number;
+}
+
+/** The setting's default: Kubernetes' own scale-down window is also 300 s. */
+export const DEFAULT_AUTOSCALING: AutoscalingOptions = { scaleDownDelaySeconds: 300 };
+
+export function autoscalerManifest(spec: WorkloadSpec, autoscaling: AutoscalingOptions = DEFAULT_AUTOSCALING): Manifest {
   const c = spec.config;
   return {
     apiVersion: 'autoscaling/v2',
@@ -255,6 +264,8 @@ export function autoscalerManifest(spec: WorkloadSpec): Manifest {
       minReplicas: Math.max(1, c.min_replicas),
       maxReplicas: c.max_replicas!,
       metrics: [{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 80 } } }],
+      // Up as soon as the load says so (the HPA's default); down after the same delay as on docker.
+      behavior: { scaleDown: { stabilizationWindowSeconds: autoscaling.scaleDownDelaySeconds } },
     },
   };
 }
@@ -280,7 +291,10 @@ export function ownedObjects(ref: WorkloadRef): { apiVersion: string; kind: stri
 }
 
 /** The objects `spec` needs, and those of the kinds it owns that it must not have (to delete). */
-export function desiredObjects(spec: WorkloadSpec): { apply: Manifest[]; remove: { apiVersion: string; kind: string; name: string }[] } {
+export function desiredObjects(
+  spec: WorkloadSpec,
+  autoscaling: AutoscalingOptions = DEFAULT_AUTOSCALING,
+): { apply: Manifest[]; remove: { apiVersion: string; kind: string; name: string }[] } {
   const c = spec.config;
   const apply: Manifest[] = [];
   if (c.disk_size_gb !== null) apply.push(volumeClaimManifest(spec));
@@ -288,7 +302,7 @@ export function desiredObjects(spec: WorkloadSpec): { apply: Manifest[]; remove:
   else {
     apply.push(deploymentManifest(spec));
     if (c.port !== null) apply.push(serviceManifest(spec));
-    if (wantsAutoscaler(spec)) apply.push(autoscalerManifest(spec));
+    if (wantsAutoscaler(spec)) apply.push(autoscalerManifest(spec, autoscaling));
   }
   const wanted = new Set(apply.map((m) => `${m.kind}/${m.metadata.name}`));
   // A claim a restore made is the service's too: it goes when the disk does.

@@ -19,6 +19,8 @@ import {
   K8S_LABEL,
   POD_SELECTOR,
   desiredObjects,
+  DEFAULT_AUTOSCALING,
+  type AutoscalingOptions,
   egressPolicyManifest,
   namespaceManifest,
   networkPolicyManifest,
@@ -157,6 +159,7 @@ export class KubernetesCluster implements ClusterPort {
     timeoutMs = 10_000,
     /** Told of each API call made through `call` (compute's /metrics). */
     private readonly observe?: ClusterCallObserver,
+    private readonly autoscaling: AutoscalingOptions = DEFAULT_AUTOSCALING,
   ) {
     const configuration = kubernetesApiConfiguration(kc, timeoutMs);
     this.objects = new KubernetesObjectApi(configuration);
@@ -164,8 +167,8 @@ export class KubernetesCluster implements ClusterPort {
   }
 
   /** From a kubeconfig file, or else the in-cluster service account / $KUBECONFIG. */
-  static fromKubeconfig(path: string | undefined, log: Logger, observe?: ClusterCallObserver): KubernetesCluster {
-    return new KubernetesCluster(kubeConfigFrom(path), log, undefined, observe);
+  static fromKubeconfig(path: string | undefined, log: Logger, observe?: ClusterCallObserver, autoscaling?: AutoscalingOptions): KubernetesCluster {
+    return new KubernetesCluster(kubeConfigFrom(path), log, undefined, observe, autoscaling);
   }
 
   /** Nothing runs in the background: CronJobs and the Deployment controller live in the cluster. */
@@ -214,7 +217,7 @@ export class KubernetesCluster implements ClusterPort {
     const problem = podSecurityProblem(spec);
     if (problem) throw new WorkloadRejectedError(problem);
     await this.ensureVpc(spec);
-    const { apply, remove } = desiredObjects(spec);
+    const { apply, remove } = desiredObjects(spec, this.autoscaling);
     for (const m of apply) await this.serverSideApply(m);
     // A service that changed type (or dropped its port, autoscaler or disk) loses those objects.
     for (const o of remove) {

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Builds the test cluster's add-ons from the Go module proxy, as build.sh builds
+# Kubernetes itself, into a cache of their own so that adding one never rebuilds the
+# cluster:
+#   metrics-server   the resource metrics API (metrics.k8s.io) HorizontalPodAutoscalers read
+#
+#   $PIER_KUBE_CACHE/addons-<go version>-<hash of this file>/bin
+# Usage: deploy/kube/build-addons.sh   build what is missing, print the bin directory
+# Env:   PIER_KUBE_CACHE (default ~/.cache/pier/kube), METRICS_SERVER_VERSION, GO
+set -euo pipefail
+
+METRICS_SERVER_VERSION=${METRICS_SERVER_VERSION:-0.8.0}
+GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
+CACHE_ROOT=${PIER_KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pier/kube}
+NICE=(nice -n 19)
+command -v ionice >/dev/null && NICE+=(ionice -c3)
+
+log() { printf '[kube addons %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.0f", b-a}'; }
+
+[[ -x $GO ]] || command -v "$GO" >/dev/null || die "go is missing"
+go_version=$("$GO" env GOVERSION)
+key="addons-$go_version-$(sha256sum "$0" | cut -c1-12)"
+BIN="$CACHE_ROOT/$key/bin"
+BUILD_LOG="$CACHE_ROOT/$key/build.log"
+mkdir -p "$BIN"
+# The Go caches build.sh fills: most of what the add-ons import is already there.
+export GOMODCACHE="$CACHE_ROOT/go/mod" GOCACHE="$CACHE_ROOT/go/build"
+export GOFLAGS=-buildvcs=false CGO_ENABLED=0 GOTOOLCHAIN=local
+
+# go install MODULE/CMD VERSION NAME: one binary into $BIN, its output in $BUILD_LOG.
+install() {
+  local t
+  [[ -x $BIN/$3 ]] && return 0
+  t=$(now)
+  rm -rf "$BIN/.$3" && mkdir -p "$BIN/.$3"
+  if ! (cd / && GOBIN="$BIN/.$3" "${NICE[@]}" "$GO" install -trimpath -ldflags='-s -w' "$1@v$2" >>"$BUILD_LOG" 2>&1); then
+    tail -n 30 "$BUILD_LOG" >&2
+    die "failed: go install $1@v$2 (whole log: $BUILD_LOG)"
+  fi
+  mv "$BIN/.$3/$3" "$BIN/$3"
+  rmdir "$BIN/.$3"
+  log "$3 v$2 built in $(since "$t")s"
+}
+
+if [[ ! -f $BIN/.complete ]]; then
+  log "building the cluster's add-ons into $BIN (once per key; a few minutes on 2 cores)"
+  install sigs.k8s.io/metrics-server/cmd/metrics-server "$METRICS_SERVER_VERSION" metrics-server
+  touch "$BIN/.complete"
+  for old in "$CACHE_ROOT"/addons-*; do
+    [[ $old == "$CACHE_ROOT/$key" ]] || rm -rf "$old"
+  done
+fi
+echo "$BIN"
