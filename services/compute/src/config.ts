@@ -62,6 +62,13 @@ export const computeEnv = serviceEnv
     PIER_COMPUTE_ELASTIC: z.enum(['on', 'off']).default('on'),
     /** How long the load must stay low before the autoscaler removes replicas (scale-up reacts within seconds). */
     PIER_COMPUTE_AUTOSCALE_DOWN_DELAY_SECONDS: z.coerce.number().int().min(0).max(86_400).default(300),
+    /** The average CPU use, in % of the CPU each replica was given, that workers' autoscaling aims at (80: Kubernetes' HPA default, and what Pier's HPAs say there). */
+    PIER_COMPUTE_WORKER_CPU_TARGET_PERCENT: z.coerce
+      .number()
+      .int()
+      .min(10, 'PIER_COMPUTE_WORKER_CPU_TARGET_PERCENT must be 10 to 100 (% of the CPU each replica is given)')
+      .max(100, 'PIER_COMPUTE_WORKER_CPU_TARGET_PERCENT must be 10 to 100 (% of the CPU each replica is given)')
+      .default(80),
     /** How long the edge holds a request for a service that is waking before answering 503. */
     PIER_COMPUTE_WAKE_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(300).default(30),
     /** How often the elastic controller looks at the traffic of elastic services. */

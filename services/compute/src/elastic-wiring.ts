@@ -1,7 +1,8 @@
 // The elastic half of compute's wiring (docker with its edge only): the activator the edge
-// sends elastic services' requests to, the ElasticPort over it and the docker adapter, and
-// the controller (domain/elastic/elastic-controller.ts). On kubernetes, or with
-// PIER_EDGE=off, there is none: services keep the replicas their configuration says.
+// sends elastic services' requests to, the ElasticPort over it and the docker adapter (which
+// also reads workers' CPU), and the controller (domain/elastic/elastic-controller.ts). On
+// kubernetes, or with PIER_EDGE=off, there is none: services keep the replicas their
+// configuration says.
 import { latencyHistogram, type Logger } from '@pier/kit';
 import type { ComputeConfig } from './config.ts';
 import type { ComputeContext } from './domain/context.ts';
@@ -59,11 +60,13 @@ export async function createElastic(
     },
     traffic: (serviceId) => activator.traffic(serviceId),
     drain: (serviceId, keep) => activator.drain(serviceId, keep),
+    cpu: (serviceId) => cluster.replicaCpu(serviceId),
     shells: new Map(),
   };
   const controller = new ElasticController({ ...ctx, elastic: port }, logger, {
     tickMs: config.PIER_COMPUTE_ELASTIC_TICK_MS,
     downDelayMs: config.PIER_COMPUTE_AUTOSCALE_DOWN_DELAY_SECONDS * 1000,
+    workerCpuTarget: config.PIER_COMPUTE_WORKER_CPU_TARGET_PERCENT / 100,
   });
   late.controller = controller;
   return { port, controller, activator };

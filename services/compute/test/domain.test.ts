@@ -2,12 +2,13 @@
 // merging, image references, schedules, and how live status is judged.
 import { describe, it, expect } from 'vitest';
 import { InputError, INSTANCE_TYPES } from '@pier/kit';
-import { configFromCreate, configFromPatch, createServiceBody, workloadChanged } from '../src/domain/services/service-config.ts';
+import { configFromCreate, configFromPatch, createServiceBody, isElastic, workloadChanged } from '../src/domain/services/service-config.ts';
 import { isBareTag, repositoryOf, resolveImage } from '../src/domain/services/image-reference.ts';
 import { liveStatus, PROGRESS_DEADLINE_MS, type DeploymentState, type Observation } from '../src/domain/services/status.ts';
 import { judge, MIN_READY_MS, type ReplicaUnit } from '../src/cluster/replicas.ts';
 import { entriesFromPut, putEnvBody } from '../src/domain/env/env-input.ts';
 import { wantedReplicas } from '../src/domain/elastic/elastic-controller.ts';
+import { wantedForCpu } from '../src/domain/elastic/worker-cpu.ts';
 
 const fieldOf = (fn: () => unknown) => {
   try {
@@ -78,6 +79,24 @@ describe('service configuration', () => {
     // An awake on_demand service's floor is one replica.
     const sleepy = configFromCreate({ name: 's', deployment_mode: 'on_demand', max_replicas: 2, target_concurrency: 1 });
     expect([0, 1, 2, 5].map((peak) => wantedReplicas(sleepy, peak))).toEqual([1, 1, 2, 2]);
+  });
+
+  it('wants worker replicas for their CPU as the HPA does: ceil(current × average / target), within the floor and max_replicas', () => {
+    const worker = configFromCreate({ name: 'jobs', service_type: 'worker', min_replicas: 1, max_replicas: 3 });
+    expect(isElastic(worker)).toBe(true);
+    expect(isElastic({ ...worker, max_replicas: 1 })).toBe(false);
+    expect(isElastic({ ...worker, max_replicas: null })).toBe(false);
+    const wanted = (current: number, used: number[]) => wantedForCpu(worker, current, used, 0.8);
+    // A busy loop uses all it is given: one more replica each time, never past max_replicas.
+    expect([wanted(1, [1]), wanted(2, [1, 1]), wanted(3, [1, 1, 1])]).toEqual([2, 3, 3]);
+    // 2 × 1.3 / 0.8 = 3.25, and 1 × 0.4 / 0.8 = 0.5: bounded by max_replicas and the floor.
+    expect([wanted(2, [1.3, 1.3]), wanted(1, [0.4]), wanted(3, [0, 0, 0])]).toEqual([3, 1, 1]);
+    // 3 × 0.3 / 0.8 = 1.125 rounds up to 2; within 10% of the target nothing moves.
+    expect([wanted(3, [0.3, 0.3, 0.3]), wanted(2, [0.85, 0.75]), wanted(2, [0.73, 0.73])]).toEqual([2, 2, 2]);
+    // A replica just started (not read yet) is idle when the others say up, on target when they say down.
+    expect([wanted(2, [1]), wanted(3, [0.4, 0.4])]).toEqual([2, 2]);
+    // Nothing read yet: the count stays.
+    expect(wanted(2, [])).toBe(2);
   });
 
   it('merges a PATCH, clearing what belonged to the old type', () => {

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import http from 'node:http';
 import { IDENTITY_HEADER } from '@pier/kit';
 import { adminQuery, openShell, shellUrl, testEdge } from '@pier/testing';
-import { cleanDocker, docker, startCompute, TINY_HTTP, until, type Compute } from './support.ts';
+import { docker, startElasticCompute, stopWithEdge, TINY_HTTP, until, type Compute } from './support.ts';
 
 const edge = testEdge('apps.elastic.test');
 let c: Compute;
@@ -68,14 +68,10 @@ async function created(body: Record<string, unknown>): Promise<{ id: string; url
 }
 
 beforeAll(async () => {
-  c = await startCompute({ ...edge.env, PIER_COMPUTE_AUTOSCALE_DOWN_DELAY_SECONDS: '3', PIER_COMPUTE_ELASTIC_TICK_MS: '200' });
+  c = await startElasticCompute(edge);
 }, 120_000);
 
-afterAll(async () => {
-  await c?.stop();
-  await edge.remove();
-  if (c) await cleanDocker(c.vpcId);
-}, 60_000);
+afterAll(() => stopWithEdge(c, edge), 60_000);
 
 describe('the elastic fields', () => {
   it('default for on_demand and web services, and are refused where they do not apply', async () => {

@@ -22,7 +22,7 @@ let cluster: KubernetesCluster;
 
 beforeAll(() => {
   k = realKubernetes();
-  cluster = KubernetesCluster.fromKubeconfig(k.kubeconfig, log, undefined, { scaleDownDelaySeconds: DOWN_DELAY_SECONDS });
+  cluster = KubernetesCluster.fromKubeconfig(k.kubeconfig, log, undefined, { scaleDownDelaySeconds: DOWN_DELAY_SECONDS, cpuTargetPercent: 80 });
 });
 
 afterAll(async () => {
@@ -42,10 +42,11 @@ const deployment = (s: WorkloadSpec) => k.get(`/apis/apps/v1/namespaces/${ns}/de
 const autoscaler = (s: WorkloadSpec) => k.get(`/apis/autoscaling/v2/namespaces/${ns}/horizontalpodautoscalers/${s.serviceName}`);
 
 describe('autoscaling on a real cluster', () => {
-  it('writes the scale-down delay as the HPA stabilization window', () => {
-    expect(autoscalerManifest(worker(':'), { scaleDownDelaySeconds: 42 }).spec).toMatchObject({
+  it('writes the scale-down delay as the HPA stabilization window, and the CPU target', () => {
+    expect(autoscalerManifest(worker(':'), { scaleDownDelaySeconds: 42, cpuTargetPercent: 60 }).spec).toMatchObject({
       minReplicas: 1,
       maxReplicas: 3,
+      metrics: [{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 60 } } }],
       behavior: { scaleDown: { stabilizationWindowSeconds: 42 } },
     });
   });

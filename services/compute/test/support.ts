@@ -4,7 +4,7 @@
  * PIER_CLUSTER says), and the real secrets service when a test needs references.
  */
 import { generateIdentityKeys } from '@pier/kit';
-import { infra, startServiceUnderTest, type IdentityKeys, type ServiceUnderTest, type TestDatabase } from '@pier/testing';
+import { infra, removeVpcObjects, startServiceUnderTest, type IdentityKeys, type ServiceUnderTest, type TestDatabase, type TestEdge } from '@pier/testing';
 import * as secrets from '@pier/secrets';
 import { start, readConfig } from '../src/index.ts';
 
@@ -31,6 +31,18 @@ export async function startCompute(env: Record<string, string> = {}, shared: { d
     ...shared,
   });
   return Object.assign(h, { base: `/api/v1/workspaces/${h.workspaceId}/vpcs/${h.vpcId}/services` });
+}
+
+/** compute with the edge and its elastic controller quick enough for a test: a 3 s scale-down delay, a pass every 200 ms. */
+export function startElasticCompute(edge: TestEdge): Promise<Compute> {
+  return startCompute({ ...edge.env, PIER_COMPUTE_AUTOSCALE_DOWN_DELAY_SECONDS: '3', PIER_COMPUTE_ELASTIC_TICK_MS: '200' });
+}
+
+/** Stops compute (when it started), removes the edge container and what compute ran in its VPC. */
+export async function stopWithEdge(c: Compute | undefined, edge: TestEdge): Promise<void> {
+  await c?.stop();
+  await edge.remove();
+  if (c) await removeVpcObjects(c.vpcId);
 }
 
 /**

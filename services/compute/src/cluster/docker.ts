@@ -17,6 +17,7 @@ import { groupWorkloads, judge, MIN_READY_MS, type ReplicaUnit } from './replica
 import { HealthProber } from './docker-health.ts';
 import { uptimeMs } from './docker-uptime.ts';
 import { DockerEngine } from './docker-engine.ts';
+import { ReplicaCpu } from './docker-cpu.ts';
 import type { ClusterCallObserver } from './call-metrics.ts';
 import { CronScheduler, type OwnedServices } from './docker-cron.ts';
 import { EgressFirewall } from './docker-egress-firewall.ts';
@@ -68,6 +69,7 @@ export class DockerCluster implements ClusterPort {
   private readonly prober = new HealthProber();
   private readonly cron: CronScheduler;
   private readonly firewall: EgressFirewall | null;
+  private readonly cpu: ReplicaCpu;
   private cpus?: number;
 
   constructor(private readonly opts: DockerClusterOptions) {
@@ -75,6 +77,7 @@ export class DockerCluster implements ClusterPort {
     this.docker = this.engine.docker;
     this.cron = new CronScheduler(this.engine, opts.logger, opts.cronIntervalMs, opts.ownedServices);
     this.firewall = EgressFirewall.of(this.engine, opts.egressFirewallImage, opts.logger);
+    this.cpu = new ReplicaCpu(this.engine, (serviceId) => this.listService(serviceId));
   }
 
   private call<T>(what: string, fn: () => Promise<T>, tally?: { calls: number }): Promise<T> {
@@ -146,6 +149,11 @@ export class DockerCluster implements ClusterPort {
       .filter((c) => c.State === 'running' && c.Labels[LABEL.role] === 'replica' && c.Labels[LABEL.vpc] === vpcId)
       .map((c) => ({ id: c.Id, index: Number(c.Labels[LABEL.replica] ?? 0), address: c.NetworkSettings?.Networks?.[network]?.IPAddress ?? '' }))
       .filter((r) => r.address !== '');
+  }
+
+  /** The CPU each running replica of the service used since the previous call, as a fraction of what it was given (docker-cpu.ts). */
+  replicaCpu(serviceId: string): Promise<number[]> {
+    return this.cpu.read(serviceId);
   }
 
   private async runReplicas(spec: WorkloadSpec, mine: Docker.ContainerInfo[], known: Docker.ContainerCreateOptions | null, replicas: number): Promise<void> {

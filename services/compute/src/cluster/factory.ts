@@ -35,6 +35,7 @@ export function createCluster(
   if (config.PIER_CLUSTER === 'kubernetes')
     return KubernetesCluster.fromKubeconfig(config.PIER_KUBECONFIG, logger, observe, {
       scaleDownDelaySeconds: config.PIER_COMPUTE_AUTOSCALE_DOWN_DELAY_SECONDS,
+      cpuTargetPercent: config.PIER_COMPUTE_WORKER_CPU_TARGET_PERCENT,
     });
   return new DockerCluster({
     observe,

@@ -248,10 +248,12 @@ export function serviceManifest(spec: WorkloadSpec): Manifest {
 export interface AutoscalingOptions {
   /** How long the load must stay low before replicas are removed (the HPA's scale-down stabilization window). */
   scaleDownDelaySeconds: number;
+  /** The average CPU use the HPA aims at, in % of the request (PIER_COMPUTE_WORKER_CPU_TARGET_PERCENT: the target workers have on docker). */
+  cpuTargetPercent: number;
 }
 
-/** The setting's default: Kubernetes' own scale-down window is also 300 s. */
-export const DEFAULT_AUTOSCALING: AutoscalingOptions = { scaleDownDelaySeconds: 300 };
+/** The settings' defaults, which are Kubernetes' own: a 300 s scale-down window, 80% CPU. */
+export const DEFAULT_AUTOSCALING: AutoscalingOptions = { scaleDownDelaySeconds: 300, cpuTargetPercent: 80 };
 
 export function autoscalerManifest(spec: WorkloadSpec, autoscaling: AutoscalingOptions = DEFAULT_AUTOSCALING): Manifest {
   const c = spec.config;
@@ -263,7 +265,7 @@ export function autoscalerManifest(spec: WorkloadSpec, autoscaling: AutoscalingO
       scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: spec.serviceName },
       minReplicas: Math.max(1, c.min_replicas),
       maxReplicas: c.max_replicas!,
-      metrics: [{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 80 } } }],
+      metrics: [{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: autoscaling.cpuTargetPercent } } }],
       // Up as soon as the load says so (the HPA's default); down after the same delay as on docker.
       behavior: { scaleDown: { stabilizationWindowSeconds: autoscaling.scaleDownDelaySeconds } },
     },

@@ -1,8 +1,9 @@
 // The elastic controller: puts idle on_demand services to sleep, wakes them on the request
-// that needs them, and scales web services between their floor and max_replicas on the
-// requests in flight the edge's activator counts (elastic-port.ts). The replica count it
-// chose is the service's `desired_replicas`: written in the transaction of its event, read
-// by every status refresh (targetOf) and applied by rollouts (specOf).
+// that needs them, scales web services between their floor and max_replicas on the
+// requests in flight the edge's activator counts (elastic-port.ts), and workers on the CPU
+// their replicas use (worker-cpu.ts). The replica count it chose is the service's
+// `desired_replicas`: written in the transaction of its event, read by every status refresh
+// (targetOf) and applied by rollouts (specOf).
 //
 // - Sleep: an on_demand service with min_replicas 0, nothing in flight, no shell open and no
 //   request for idle_timeout_seconds is drained and scaled to 0 (its containers stopped and
@@ -12,6 +13,8 @@
 // - Autoscale: wanted = ceil(peak in flight / target_concurrency), within floor..max. Up at
 //   the next tick; down only after the load stayed below the current count for the
 //   scale-down delay (PIER_COMPUTE_AUTOSCALE_DOWN_DELAY_SECONDS), replicas drained first.
+// - Workers: wanted = ceil(current × average CPU use / target), read every CPU_SAMPLE_MS,
+//   up and down as above. They take no requests, so they never sleep (on_demand is web only).
 import { Periodic, type Logger, type PierEvent } from '@pier/kit';
 import type { ComputeContext } from '../context.ts';
 import { specOf } from '../context.ts';
@@ -19,11 +22,14 @@ import { events } from '../events.ts';
 import type { Service } from '../records.ts';
 import { isElastic, replicaFloor, type ServiceConfig } from '../services/service-config.ts';
 import type { ElasticPort } from './elastic-port.ts';
+import { CPU_SAMPLE_MS, percent, wantedForCpu } from './worker-cpu.ts';
 
 export interface ElasticOptions {
   tickMs: number;
   /** How long the load must stay low before replicas are removed. */
   downDelayMs: number;
+  /** Workers' CPU target: the average use aimed at, as a fraction of the CPU each replica was given. */
+  workerCpuTarget: number;
 }
 
 /** What the controller remembers of a service between ticks. */
@@ -33,6 +39,8 @@ interface Seen {
   peaks: { at: number; peak: number }[];
   /** Since when the wanted count has stayed below the current one. */
   lowSince: number | null;
+  /** A worker's: when its CPU was last read. */
+  cpuReadAt?: number;
 }
 
 /** Ticks whose peaks decide a scale-up. */
@@ -115,9 +123,10 @@ export class ElasticController {
 
   private async judge(s: Service): Promise<void> {
     const now = this.ctx.now().getTime();
-    const traffic = this.ctx.elastic.traffic(s.id);
     const seen = this.seen.get(s.id) ?? { lastActiveAt: now, peaks: [], lowSince: null };
     this.seen.set(s.id, seen);
+    if (s.service_type === 'worker') return this.judgeCpu(s, seen, now);
+    const traffic = this.ctx.elastic.traffic(s.id);
     if (traffic.inFlight > 0) seen.lastActiveAt = now;
     seen.lastActiveAt = Math.max(seen.lastActiveAt, traffic.lastActiveAt);
     seen.peaks = [...seen.peaks.filter((p) => now - p.at < PEAK_WINDOW_MS), { at: now, peak: traffic.peak }];
@@ -136,20 +145,47 @@ export class ElasticController {
     }
 
     const peak = Math.max(...seen.peaks.map((p) => p.peak));
-    const wanted = wantedReplicas(s, peak);
+    const target = `target ${s.target_concurrency} per replica`;
+    await this.follow(s.id, seen, now, current, wantedReplicas(s, peak), {
+      up: `${peak} requests in flight, ${target}`,
+      down: `at most ${peak} requests in flight for ${this.downDelaySeconds()} s, ${target}`,
+    });
+  }
+
+  /** A worker: scaled on the CPU its replicas use, read every CPU_SAMPLE_MS (a use needs two reads apart in time). */
+  private async judgeCpu(s: Service, seen: Seen, now: number): Promise<void> {
+    if (seen.cpuReadAt !== undefined && now - seen.cpuReadAt < CPU_SAMPLE_MS) return;
+    seen.cpuReadAt = now;
+    const used = await this.ctx.elastic.cpu(s.id);
+    if (used.length === 0) return;
+    const current = s.desired_replicas!;
+    const target = this.opts.workerCpuTarget;
+    const average = used.reduce((a, b) => a + b, 0) / used.length;
+    const load = `average CPU ${percent(average)} of the CPU given (target ${percent(target)}) over ${used.length} replica${used.length === 1 ? '' : 's'}`;
+    await this.follow(s.id, seen, now, current, wantedForCpu(s, current, used, target), {
+      up: load,
+      down: `${load}; fewer replicas wanted for ${this.downDelaySeconds()} s`,
+    });
+  }
+
+  /** Up at once; down only once `wanted` stayed below `current` for the scale-down delay. */
+  private async follow(serviceId: string, seen: Seen, now: number, current: number, wanted: number, reason: { up: string; down: string }): Promise<void> {
     if (wanted > current) {
       seen.lowSince = null;
-      await this.ctx.locks.run(s.id, () => this.autoscale(s.id, wanted, `${peak} requests in flight, target ${s.target_concurrency} per replica`));
+      await this.ctx.locks.run(serviceId, () => this.autoscale(serviceId, wanted, reason.up));
     } else if (wanted < current) {
       seen.lowSince ??= now;
       if (now - seen.lowSince >= this.opts.downDelayMs) {
         seen.lowSince = null;
-        const reason = `at most ${peak} requests in flight for ${Math.round(this.opts.downDelayMs / 1000)} s, target ${s.target_concurrency} per replica`;
-        await this.ctx.locks.run(s.id, () => this.autoscale(s.id, wanted, reason));
+        await this.ctx.locks.run(serviceId, () => this.autoscale(serviceId, wanted, reason.down));
       }
     } else {
       seen.lowSince = null;
     }
+  }
+
+  private downDelaySeconds(): number {
+    return Math.round(this.opts.downDelayMs / 1000);
   }
 
   private async sleep(serviceId: string, idleSeconds: number): Promise<void> {

@@ -1,7 +1,8 @@
 // What the elastic controller (elastic-controller.ts) needs of the world: the cluster to
-// run a number of a deployment's replicas, and the edge's activator, which sees every
-// request of an elastic service (edge/activator.ts), to say how busy each service is and to
-// stop sending to replicas about to go. Only the docker adapter has both; on kubernetes the
+// run a number of a deployment's replicas and to say how much CPU a worker's replicas use,
+// and the edge's activator, which sees every request of an elastic web service
+// (edge/activator.ts), to say how busy each service is and to stop sending to replicas
+// about to go. Only the docker adapter has both; on kubernetes the
 // HorizontalPodAutoscaler scales and the context has no ElasticPort.
 import type { WorkloadSpec } from '../cluster-port.ts';
 
@@ -21,6 +22,13 @@ export interface ElasticPort {
   traffic(serviceId: string): ServiceTraffic;
   /** Stops sending new requests to replicas from index `keep` up, and resolves once their requests in flight finished (or a deadline passed). */
   drain(serviceId: string, keep: number): Promise<void>;
+  /**
+   * The CPU each running replica of the service used since the previous call, as a fraction
+   * of the CPU it was given (its limit, else one core): 1 is all of it. A replica read for
+   * the first time (or restarted since) has no use yet and is left out. Workers only: what
+   * scales a web service is its requests.
+   */
+  cpu(serviceId: string): Promise<number[]>;
   /** Open shells per service id (exec.ts counts them): a shell keeps an on_demand service awake. */
   readonly shells: Map<string, number>;
 }

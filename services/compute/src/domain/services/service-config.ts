@@ -227,9 +227,13 @@ export function replicaFloor(c: ServiceConfig): number {
   return Math.max(1, c.min_replicas);
 }
 
-/** Whether the elastic controller manages the service's replica count: it sleeps, or scales between a floor and max_replicas. */
+/**
+ * Whether the elastic controller manages the service's replica count: it sleeps (web,
+ * on_demand), or scales between a floor and max_replicas (a web service on its requests, a
+ * worker on its CPU). A cron service runs one container per tick.
+ */
 export function isElastic(c: ServiceConfig): boolean {
-  if (c.service_type !== 'web') return false;
+  if (c.service_type === 'cron') return false;
   return c.deployment_mode === 'on_demand' || (c.max_replicas ?? 0) > replicaFloor(c);
 }
 
