@@ -8,6 +8,7 @@ import { Deployment } from 'kubernetes-models/apps/v1';
 import { CronJob, Job } from 'kubernetes-models/batch/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
+import { EndpointSlice } from 'kubernetes-models/discovery.k8s.io/v1';
 
 // The kinds the fake Kubernetes API serves, and what the real API server would refuse of
 // each: core kinds checked with kubernetes-models (the Kubernetes OpenAPI schemas), custom
@@ -198,6 +199,7 @@ export const KINDS: KindInfo[] = [
   core('autoscaling/v2', 'HorizontalPodAutoscaler', 'horizontalpodautoscalers', true, HorizontalPodAutoscaler, 'subdomain'),
   core('networking.k8s.io/v1', 'NetworkPolicy', 'networkpolicies', true, NetworkPolicy, 'subdomain'),
   core('networking.k8s.io/v1', 'Ingress', 'ingresses', true, Ingress, 'subdomain'),
+  core('discovery.k8s.io/v1', 'EndpointSlice', 'endpointslices', true, EndpointSlice, 'subdomain'),
   custom('postgresql.cnpg.io/v1', 'Cluster', 'clusters', 'cloudnative-pg/postgresql.cnpg.io_clusters.yaml'),
   custom('postgresql.cnpg.io/v1', 'Pooler', 'poolers', 'cloudnative-pg/postgresql.cnpg.io_poolers.yaml'),
   custom('postgresql.cnpg.io/v1', 'Backup', 'backups', 'cloudnative-pg/postgresql.cnpg.io_backups.yaml'),

@@ -71,6 +71,15 @@ export const computeEnv = serviceEnv
       .default(80),
     /** How long the edge holds a request for a service that is waking before answering 503. */
     PIER_COMPUTE_WAKE_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(300).default(30),
+    /**
+     * On kubernetes: the address (an IP of compute's pod, which the chart sets from
+     * status.podIP) the activator listens on and the ingress controller reaches it at, for
+     * on_demand services. Unset there: on_demand services do not sleep. Docker ignores it (the
+     * activator listens on Docker's default bridge).
+     */
+    PIER_COMPUTE_ACTIVATOR_ADDRESS: z.ipv4({ error: 'PIER_COMPUTE_ACTIVATOR_ADDRESS must be an IPv4 address (compute pod IP)' }).optional(),
+    /** The activator's port; 0 (the default) takes any free one, which is what the edge is told. */
+    PIER_COMPUTE_ACTIVATOR_PORT: z.coerce.number().int().min(0).max(65535, 'PIER_COMPUTE_ACTIVATOR_PORT must be 0 to 65535').default(0),
     /** How often the elastic controller looks at the traffic of elastic services. */
     PIER_COMPUTE_ELASTIC_TICK_MS: z.coerce.number().int().min(50).max(60_000).default(500),
     /** Builds running at once in one workspace; the others wait in the queue, in order. */

@@ -1,8 +1,15 @@
-// The elastic half of compute's wiring (docker with its edge only): the activator the edge
-// sends elastic services' requests to, the ElasticPort over it and the docker adapter (which
-// also reads workers' CPU), and the controller (domain/elastic/elastic-controller.ts). On
-// kubernetes, or with PIER_EDGE=off, there is none: services keep the replicas their
-// configuration says.
+// The elastic half of compute's wiring: the activator the edge sends elastic services'
+// requests to, the ElasticPort over it and the cluster adapter, and the controller
+// (domain/elastic/elastic-controller.ts).
+// - docker (with its edge): the activator listens on Docker's default bridge, where the
+//   edge container reaches it; the controller sleeps, wakes and autoscales (web services on
+//   their requests, workers on their CPU, which the adapter reads).
+// - kubernetes (with its edge and PIER_COMPUTE_ACTIVATOR_ADDRESS): the activator listens on
+//   compute's pod address, which the on_demand services' Ingresses reach through a Service
+//   in their namespace; the controller only puts them to sleep and wakes them, the
+//   HorizontalPodAutoscaler scales.
+// Otherwise (PIER_EDGE=off, PIER_COMPUTE_ELASTIC=off) there is none: services keep the
+// replicas their configuration says.
 import { latencyHistogram, type Logger } from '@pier/kit';
 import type { ComputeConfig } from './config.ts';
 import type { ComputeContext } from './domain/context.ts';
@@ -10,7 +17,9 @@ import type { ElasticPort } from './domain/elastic/elastic-port.ts';
 import { ElasticController } from './domain/elastic/elastic-controller.ts';
 import { DockerCluster } from './cluster/docker.ts';
 import { DockerEdge } from './cluster/docker-edge.ts';
-import { Activator } from './edge/activator.ts';
+import { KubernetesCluster } from './cluster/kubernetes.ts';
+import { KubernetesEdge } from './cluster/kubernetes-edge.ts';
+import { Activator, type ActivatorOptions } from './edge/activator.ts';
 
 export interface Elastic {
   port: ElasticPort;
@@ -18,7 +27,50 @@ export interface Elastic {
   activator: Activator;
 }
 
-/** The activator listening where the edge container reaches it, and the port over it; null when this cluster has no activator. */
+/** What differs between the clusters: where the activator listens and how it is told to the edge. */
+interface Placement {
+  cluster: DockerCluster | KubernetesCluster;
+  route?: ActivatorOptions['route'];
+  host(): Promise<string>;
+  port: number;
+  /** The edge learns where the activator listens. */
+  announce(host: string, port: number): void;
+  autoscales: boolean;
+  cpu: ElasticPort['cpu'];
+}
+
+function placementOf(config: ComputeConfig, cluster: unknown, edge: unknown, logger: Logger): Placement | null {
+  if (cluster instanceof DockerCluster && edge instanceof DockerEdge) {
+    return {
+      cluster,
+      host: () => edge.bridgeGateway(),
+      port: config.PIER_COMPUTE_ACTIVATOR_PORT,
+      announce: (host, port) => (edge.activatorAddress = `${host}:${port}`),
+      autoscales: true,
+      cpu: (serviceId) => cluster.replicaCpu(serviceId),
+    };
+  }
+  if (cluster instanceof KubernetesCluster && edge instanceof KubernetesEdge) {
+    const address = config.PIER_COMPUTE_ACTIVATOR_ADDRESS;
+    if (!address) {
+      logger.warn('elastic services: no PIER_COMPUTE_ACTIVATOR_ADDRESS (compute pod IP), so no activator: on_demand services stay awake at their floor');
+      return null;
+    }
+    return {
+      cluster,
+      route: (host) => edge.routeFor(host),
+      host: async () => address,
+      port: config.PIER_COMPUTE_ACTIVATOR_PORT,
+      announce: (host, port) => (edge.activator = { addresses: [host], port }),
+      autoscales: false,
+      // Workers are the HorizontalPodAutoscaler's here.
+      cpu: async () => [],
+    };
+  }
+  return null;
+}
+
+/** The activator listening where the edge reaches it, and the port over it; null when this cluster has no activator. */
 export async function createElastic(
   config: ComputeConfig,
   ctx: Omit<ComputeContext, 'elastic'>,
@@ -26,13 +78,16 @@ export async function createElastic(
   metrics: Parameters<typeof latencyHistogram>[0],
   logger: Logger,
 ): Promise<Elastic | null> {
-  const cluster = ctx.cluster;
-  if (!(cluster instanceof DockerCluster) || !(edge instanceof DockerEdge) || config.PIER_COMPUTE_ELASTIC === 'off') return null;
+  if (config.PIER_COMPUTE_ELASTIC === 'off') return null;
+  const place = placementOf(config, ctx.cluster, edge, logger);
+  if (!place) return null;
+  const { cluster } = place;
   const observeWake = latencyHistogram(metrics, 'pier_compute_wake_seconds', 'How long requests to a sleeping service waited for it to wake (cold starts)', []);
   // The activator asks the controller to wake; the controller works through the port over the activator.
   const late: { controller?: ElasticController } = {};
   const activator = new Activator({
     list: (serviceId, vpcId) => cluster.replicaAddresses(serviceId, vpcId),
+    route: place.route,
     wake: (serviceId) => late.controller!.wake(serviceId),
     holdMs: config.PIER_COMPUTE_WAKE_TIMEOUT_SECONDS * 1000,
     observeWake: (seconds) => observeWake({}, seconds),
@@ -41,16 +96,17 @@ export async function createElastic(
   let host: string;
   let listening: number;
   try {
-    host = await edge.bridgeGateway();
-    listening = await activator.listen(host);
+    host = await place.host();
+    listening = await activator.listen(host, place.port);
   } catch (err) {
     // Compute still serves everything else: services keep the replicas their configuration says.
     logger.error({ err: String(err) }, 'elastic services: the activator cannot listen where the edge reaches it; sleep, wake and autoscaling are off');
     return null;
   }
-  edge.activatorAddress = `${host}:${listening}`;
-  logger.info({ address: edge.activatorAddress }, 'elastic services: the activator listens for the edge');
+  place.announce(host, listening);
+  logger.info({ address: `${host}:${listening}`, cluster: ctx.cluster.kind }, 'elastic services: the activator listens for the edge');
   const port: ElasticPort = {
+    autoscales: place.autoscales,
     async scale(spec, replicas) {
       try {
         await cluster.scale(spec, replicas);
@@ -60,7 +116,7 @@ export async function createElastic(
     },
     traffic: (serviceId) => activator.traffic(serviceId),
     drain: (serviceId, keep) => activator.drain(serviceId, keep),
-    cpu: (serviceId) => cluster.replicaCpu(serviceId),
+    cpu: place.cpu,
     shells: new Map(),
   };
   const controller = new ElasticController({ ...ctx, elastic: port }, logger, {

@@ -102,6 +102,24 @@ describe('the activator', () => {
     expect((await send(port, up.port)).headers['server-timing']).toMatch(/^wake;dur=\d+$/);
   });
 
+  it('finds the service by Host when routing by host (kubernetes), and then trusts no X-Pier-* header', async () => {
+    const up = await replica();
+    const activator = new Activator({
+      list: async () => [{ id: 'p0', index: 0, address: '127.0.0.1' }],
+      route: (host) => (host === 'web.apps.test' ? { serviceId, vpcId, port: up.port, healthPath: null } : null),
+      wake: async () => false,
+      holdMs: 1_000,
+      logger: createLogger('activator-test', 'silent'),
+    });
+    const port = await activator.listen('127.0.0.1');
+    cleanups.push(() => activator.close());
+    // Host with a port and in capitals is the same host.
+    expect((await send(port, up.port, '/', { host: 'WEB.apps.test:443' })).status).toBe(200);
+    // The headers the docker edge sets name the service, the Host does not: not here.
+    expect((await send(port, up.port, '/', { host: 'other.apps.test' })).status).toBe(404);
+    expect(activator.traffic(serviceId).lastActiveAt).toBeGreaterThan(0);
+  });
+
   it('waits for a replica that is not ready yet without calling it a wake', async () => {
     const free = await replica();
     await new Promise<void>((r) => free.server.close(() => r()));

@@ -11,7 +11,7 @@ import { FakeKubernetes, validateManifest } from '@pier/testing';
 import { kubeConfigFrom } from '@pier/kit/kubernetes';
 import { KubernetesCluster } from '../src/cluster/kubernetes.ts';
 import { KubernetesEdge, outcomeOf } from '../src/cluster/kubernetes-edge.ts';
-import { certificateManifest, certificateName, ingressManifest, tlsSecretName } from '../src/cluster/kubernetes-edge-manifests.ts';
+import { ACTIVATOR_SERVICE, certificateManifest, certificateName, ingressManifest, tlsSecretName } from '../src/cluster/kubernetes-edge-manifests.ts';
 import type { EdgeRoute } from '../src/domain/edge/edge-port.ts';
 
 const log = createLogger('test', 'warn');
@@ -109,6 +109,34 @@ describe('KubernetesEdge on the fake API', () => {
     expect(outcomeOf({ conditions: [{ type: 'Ready', status: 'False', reason: 'Issuing', message: 'waiting for the order' }] }, 'pier-acme')).toMatchObject({
       status: 'pending',
     });
+  });
+
+  it("points an on_demand service's Ingress at the activator's Service, finds the service by Host, and removes the Service when none is left", async () => {
+    const sleepy = { ...route(['www.example.com']), activator: { healthPath: '/healthz' } };
+    const always = { ...route(), serviceId: '6f1c2d3e-0000-4000-8000-000000000002', serviceName: 'api', serviceHost: 'api-6f1c2d3e.apps.example.com' };
+    const withActivator = new KubernetesEdge(kubeConfigFrom(kubeconfig), settings, log);
+    withActivator.activator = { addresses: ['10.88.0.7'], port: 7122 };
+    await withActivator.sync([sleepy, always]);
+    expect(fake.invalid).toEqual([]);
+    const backend = (name: string) => (fake.get('networking.k8s.io/v1', 'Ingress', ns, name)!.spec as any).rules[0].http.paths[0].backend.service;
+    expect(backend('web')).toEqual({ name: ACTIVATOR_SERVICE, port: { number: 80 } });
+    expect(backend('api')).toEqual({ name: 'api', port: { number: 8080 } });
+    const slice = fake.get('discovery.k8s.io/v1', 'EndpointSlice', ns, ACTIVATOR_SERVICE)!;
+    expect(slice).toMatchObject({ endpoints: [{ addresses: ['10.88.0.7'] }], ports: [{ name: 'http', port: 7122 }] });
+    expect(slice.metadata.labels['kubernetes.io/service-name']).toBe(ACTIVATOR_SERVICE);
+    expect((fake.get('v1', 'Service', ns, ACTIVATOR_SERVICE)!.spec as any).selector).toBeUndefined();
+    // Only an on_demand service's hosts, in any case; an always_on one is the ingress's own.
+    const target = { serviceId: sleepy.serviceId, vpcId, port: 8080, healthPath: '/healthz' };
+    expect(withActivator.routeFor('web-6f1c2d3e.apps.example.com')).toEqual(target);
+    expect(withActivator.routeFor('www.example.com')).toEqual(target);
+    expect(withActivator.routeFor('api-6f1c2d3e.apps.example.com')).toBeNull();
+    // No on_demand service left in the namespace: the activator's objects go, after the Ingresses moved.
+    await withActivator.sync([{ ...sleepy, activator: null }, always]);
+    expect(backend('web')).toEqual({ name: 'web', port: { number: 8080 } });
+    expect(fake.get('v1', 'Service', ns, ACTIVATOR_SERVICE)).toBeUndefined();
+    expect(fake.get('discovery.k8s.io/v1', 'EndpointSlice', ns, ACTIVATOR_SERVICE)).toBeUndefined();
+    expect(withActivator.routeFor('web-6f1c2d3e.apps.example.com')).toBeNull();
+    await withActivator.sync([]);
   });
 
   it('gives the configured address as where users enter', async () => {

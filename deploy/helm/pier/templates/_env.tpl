@@ -46,6 +46,10 @@ http://{{ include "pier.host" (dict "root" .root "part" .part) }}:{{ .port }}
 {{- define "pier.env.compute" -}}
 {{ include "pier.env.db" . }}
 - {name: PIER_COMPUTE_HTTP_PORT, value: "7102"}
+{{- /* The activator (on_demand services' sleep and wake) listens on the pod's own address; the ingress controller reaches it there. */}}
+- name: PIER_COMPUTE_ACTIVATOR_ADDRESS
+  valueFrom: {fieldRef: {fieldPath: status.podIP}}
+- {name: PIER_COMPUTE_ACTIVATOR_PORT, value: "7122"}
 - {name: PIER_SECRETS_GRPC_URL, value: "{{ include "pier.host" (dict "root" .root "part" "secrets") }}:7114"}
 - name: PIER_COMPUTE_SERVICE_PRIVATE_KEY
   valueFrom: {secretKeyRef: {name: {{ include "pier.secretName" .root }}, key: compute-private-key}}

@@ -1,12 +1,25 @@
 // The edge on the kubernetes adapter: the cluster's ingress controller routes, cert-manager
 // issues and renews. Pier writes an Ingress per web service and a Certificate per custom
-// domain, and reads the Certificate's Ready condition for the domain's TLS state.
+// domain, and reads the Certificate's Ready condition for the domain's TLS state. With the
+// activator on (elastic-wiring.ts), an on_demand service's Ingress points at the activator's
+// Service in its namespace, and the activator finds the service by Host through routeFor.
 import { createHash } from 'node:crypto';
 import { type KubeConfig, KubernetesObjectApi, PatchStrategy, type KubernetesObject } from '@kubernetes/client-node';
 import { isKubernetesNotFound, vpcNamespace, type Logger } from '@pier/kit';
 import { kubernetesApiConfiguration } from '@pier/kit/kubernetes';
 import type { EdgeEntry, EdgePort, EdgeRoute, TlsOutcome } from '../domain/edge/edge-port.ts';
-import { certificateManifest, certificateName, ingressManifest, tlsSecretName, type IngressSettings } from './kubernetes-edge-manifests.ts';
+import type { ActivatorTarget } from '../edge/activator.ts';
+import {
+  ACTIVATOR_SERVICE,
+  activatorEndpointsManifest,
+  activatorServiceManifest,
+  certificateManifest,
+  certificateName,
+  ingressManifest,
+  tlsSecretName,
+  type ActivatorEndpoint,
+  type IngressSettings,
+} from './kubernetes-edge-manifests.ts';
 import { FIELD_MANAGER, kubernetesCall } from './kubernetes.ts';
 import type { Manifest } from './kubernetes-manifests.ts';
 
@@ -21,6 +34,12 @@ export class KubernetesEdge implements EdgePort {
   private readonly objects: KubernetesObjectApi;
   /** Each Ingress as last applied by this process: an unchanged one is not sent again. */
   private readonly applied = new Map<string, string>();
+  /** The activator's Service and EndpointSlice as last applied, by namespace. */
+  private readonly activatorApplied = new Map<string, string>();
+  /** The on_demand services' hosts, as the last sync routed them to the activator. */
+  private hosts = new Map<string, ActivatorTarget>();
+  /** Where the activator listens (elastic-wiring.ts); null: none, every Ingress points at its service. */
+  activator: ActivatorEndpoint | null = null;
 
   constructor(
     kc: KubeConfig,
@@ -44,10 +63,26 @@ export class KubernetesEdge implements EdgePort {
     }
   }
 
+  /** The on_demand service a request's Host names (the activator's `route`), or null. */
+  routeFor(host: string): ActivatorTarget | null {
+    return this.hosts.get(host) ?? null;
+  }
+
   async sync(routes: EdgeRoute[]): Promise<void> {
+    const activator = this.activator;
+    const elastic = activator ? routes.filter((r) => r.activator) : [];
+    // The activator's Service first, and removed last: no Ingress points at one that is not there.
+    const activatorVpcs = new Set(elastic.map((r) => r.vpcId));
+    await this.applyActivator(activatorVpcs, activator);
+    const hosts = new Map<string, ActivatorTarget>();
+    for (const r of elastic) {
+      const target = { serviceId: r.serviceId, vpcId: r.vpcId, port: r.port, healthPath: r.activator!.healthPath };
+      for (const h of [r.serviceHost, ...r.customHosts]) hosts.set(h.toLowerCase(), target);
+    }
+    this.hosts = hosts;
     const seen = new Set<string>();
     for (const r of routes) {
-      const m = ingressManifest(r, this.settings);
+      const m = ingressManifest(r, this.settings, Boolean(activator && r.activator));
       const key = `${m.metadata.namespace}/${m.metadata.name}`;
       seen.add(key);
       const hash = createHash('sha256').update(JSON.stringify(m)).digest('hex');
@@ -62,6 +97,29 @@ export class KubernetesEdge implements EdgePort {
       await this.remove('networking.k8s.io/v1', 'Ingress', namespace, name);
       this.applied.delete(key);
       this.log.info({ ingress: key }, 'removed the Ingress of a service no longer routed');
+    }
+    await this.pruneActivator(activatorVpcs);
+  }
+
+  /** The activator's Service and EndpointSlice in each namespace of `vpcIds`. */
+  private async applyActivator(vpcIds: Set<string>, activator: ActivatorEndpoint | null): Promise<void> {
+    for (const vpcId of vpcIds) {
+      const objects = [activatorServiceManifest(vpcId, activator!), activatorEndpointsManifest(vpcId, activator!)];
+      const hash = createHash('sha256').update(JSON.stringify(objects)).digest('hex');
+      if (this.activatorApplied.get(vpcNamespace(vpcId)) === hash) continue;
+      for (const m of objects) await this.apply(m);
+      this.activatorApplied.set(vpcNamespace(vpcId), hash);
+    }
+  }
+
+  /** ... and in no other namespace. */
+  private async pruneActivator(vpcIds: Set<string>): Promise<void> {
+    const wanted = new Set([...vpcIds].map(vpcNamespace));
+    for (const namespace of [...this.activatorApplied.keys()]) {
+      if (wanted.has(namespace)) continue;
+      await this.remove('discovery.k8s.io/v1', 'EndpointSlice', namespace, ACTIVATOR_SERVICE);
+      await this.remove('v1', 'Service', namespace, ACTIVATOR_SERVICE);
+      this.activatorApplied.delete(namespace);
     }
   }
 

@@ -212,8 +212,10 @@ export function deploymentManifest(spec: WorkloadSpec): Manifest {
     progressDeadlineSeconds: PROGRESS_DEADLINE_SECONDS,
     revisionHistoryLimit: 3,
   };
-  // With an autoscaler the replica count is its to set (sending ours would fight it), except at zero.
-  if (!wantsAutoscaler(spec) || c.min_replicas === 0) body.replicas = c.min_replicas;
+  // With an autoscaler the replica count is its to set (sending ours would fight it), except
+  // at zero and when the elastic controller chose it (an on_demand service put to sleep or woken).
+  if (spec.replicas !== undefined) body.replicas = spec.replicas;
+  else if (!wantsAutoscaler(spec) || c.min_replicas === 0) body.replicas = c.min_replicas;
   return { apiVersion: 'apps/v1', kind: 'Deployment', metadata: meta(spec, spec.serviceName), spec: body };
 }
 

@@ -18,6 +18,7 @@ import { groupWorkloads, judge, MIN_READY_MS, type ReplicaUnit } from './replica
 import {
   K8S_LABEL,
   POD_SELECTOR,
+  deploymentManifest,
   desiredObjects,
   DEFAULT_AUTOSCALING,
   type AutoscalingOptions,
@@ -224,6 +225,29 @@ export class KubernetesCluster implements ClusterPort {
       if (await this.remove(vpcNamespace(spec.vpcId), o))
         this.log.info({ service: spec.serviceId, kind: o.kind, name: o.name }, 'removed an object the service no longer needs');
     }
+  }
+
+  /**
+   * The elastic controller's scale (sleep and wake of on_demand services): the Deployment
+   * applied again with that many replicas, the object a rollout writes, so nothing else of
+   * it changes. A Deployment at 0 also stops its HorizontalPodAutoscaler, which acts again
+   * once it runs a replica.
+   */
+  async scale(spec: WorkloadSpec, replicas: number): Promise<void> {
+    await this.serverSideApply(deploymentManifest({ ...spec, replicas }));
+  }
+
+  /** The service's running pods that are not going away, with their addresses: where the activator sends requests. */
+  async replicaAddresses(serviceId: string, vpcId: string): Promise<{ id: string; index: number; address: string }[]> {
+    const selector = `${POD_SELECTOR},${K8S_LABEL.service}=${serviceId}`;
+    const list = await this.call('list pods', () =>
+      this.objects.list<V1Pod>('v1', 'Pod', vpcNamespace(vpcId), undefined, undefined, undefined, undefined, selector),
+    );
+    return list.items
+      .filter((p) => !p.metadata?.deletionTimestamp && p.status?.phase === 'Running' && p.status.podIP)
+      .map((p) => ({ id: p.metadata!.uid ?? p.metadata!.name!, address: p.status!.podIP! }))
+      .sort((a, b) => a.id.localeCompare(b.id))
+      .map((r, index) => ({ ...r, index }));
   }
 
   async observeMany(scope: VpcScope, targets: ObserveTarget[]): Promise<ObserveResult> {

@@ -16,6 +16,11 @@
 // It listens on the address of Docker's default bridge on the host, which the edge
 // container reaches; tenants' containers do not (the egress firewall keeps VPC networks
 // off the host), and what it offers is no more than the public edge does anyway.
+//
+// On kubernetes the ingress controller sends an on_demand service's hosts to it (through a
+// Service in the VPC's namespace whose endpoint is compute, cluster/kubernetes-edge.ts). No
+// proxy Pier controls stands in front there to set the X-Pier-* headers, so it finds the
+// service by the request's Host in the routing table (`route`) and trusts no header.
 import http from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -31,8 +36,13 @@ export interface ReplicaAddress {
 }
 
 export interface ActivatorOptions {
-  /** The running replicas of a service (docker.ts's replicaAddresses). */
+  /** The running replicas of a service (docker.ts's or kubernetes.ts's replicaAddresses). */
   list(serviceId: string, vpcId: string): Promise<ReplicaAddress[]>;
+  /**
+   * Who a request is for by its Host (kubernetes): the routed service it names, or null. Unset
+   * (docker): the X-Pier-* headers the edge set say it.
+   */
+  route?(host: string): ActivatorTarget | null;
   /** Wakes a sleeping service (the elastic controller); resolves once its replicas were started, true if it was asleep. */
   wake(serviceId: string): Promise<boolean>;
   /** How long a request may wait for a ready replica (a wake included) before a 503. */
@@ -65,7 +75,7 @@ interface ServiceState {
   waking: Promise<boolean> | null;
 }
 
-interface Target {
+export interface ActivatorTarget {
   serviceId: string;
   vpcId: string;
   port: number;
@@ -137,7 +147,12 @@ export class Activator {
     s.listedAt = 0;
   }
 
-  private targetOf(req: http.IncomingMessage): Target | null {
+  private targetOf(req: http.IncomingMessage): ActivatorTarget | null {
+    if (this.opts.route) {
+      // The Host as sent, without a port, case-insensitive (as the ingress matched it).
+      const host = (req.headers.host ?? '').toLowerCase().replace(/:\d+$/, '');
+      return host ? this.opts.route(host) : null;
+    }
     const h = (name: string) => {
       const v = req.headers[name];
       return typeof v === 'string' ? v : undefined;
@@ -150,7 +165,7 @@ export class Activator {
     return { serviceId, vpcId, port, healthPath: health && health.startsWith('/') ? health : null };
   }
 
-  private stateOf(t: Target): ServiceState {
+  private stateOf(t: ActivatorTarget): ServiceState {
     let s = this.services.get(t.serviceId);
     if (!s) {
       s = {
@@ -319,7 +334,13 @@ export class Activator {
     if (!res.headersSent) unavailable(res, 503, `${req.headers.host ?? 'this service'} has no healthy replica right now\n`);
   }
 
-  private forward(req: http.IncomingMessage, res: http.ServerResponse, t: Target, r: Replica, waitedMs: number | null): Promise<'done' | 'refused' | 'reset'> {
+  private forward(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    t: ActivatorTarget,
+    r: Replica,
+    waitedMs: number | null,
+  ): Promise<'done' | 'refused' | 'reset'> {
     return new Promise((resolve) => {
       const up = http.request({ host: r.address, port: t.port, method: req.method, path: req.url, headers: forwardHeaders(req), agent: this.agent });
       up.on('response', (answer) => {

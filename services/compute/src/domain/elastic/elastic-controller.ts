@@ -46,9 +46,11 @@ interface Seen {
 /** Ticks whose peaks decide a scale-up. */
 const PEAK_WINDOW_MS = 3_000;
 
-/** The replica count a rollout starts a service with: awake at its floor when elastic here, else min_replicas (null). */
+/** The replica count a rollout starts a service with: awake at its floor when the controller manages it here, else min_replicas (null). */
 export function rolloutReplicas(ctx: Pick<ComputeContext, 'elastic'>, config: ServiceConfig): number | null {
-  return ctx.elastic && isElastic(config) ? replicaFloor(config) : null;
+  if (!ctx.elastic) return null;
+  const managed = ctx.elastic.autoscales ? isElastic(config) : config.deployment_mode === 'on_demand';
+  return managed ? replicaFloor(config) : null;
 }
 
 /** The replicas an elastic service wants for `peak` requests in flight, within its floor and max_replicas. */
@@ -125,7 +127,7 @@ export class ElasticController {
     const now = this.ctx.now().getTime();
     const seen = this.seen.get(s.id) ?? { lastActiveAt: now, peaks: [], lowSince: null };
     this.seen.set(s.id, seen);
-    if (s.service_type === 'worker') return this.judgeCpu(s, seen, now);
+    if (s.service_type === 'worker') return this.ctx.elastic.autoscales ? this.judgeCpu(s, seen, now) : undefined;
     const traffic = this.ctx.elastic.traffic(s.id);
     if (traffic.inFlight > 0) seen.lastActiveAt = now;
     seen.lastActiveAt = Math.max(seen.lastActiveAt, traffic.lastActiveAt);
@@ -143,6 +145,8 @@ export class ElasticController {
       await this.ctx.locks.run(s.id, () => this.sleep(s.id, Math.round(idleMs / 1000)));
       return;
     }
+    // Awake, the cluster's autoscaler has it (kubernetes).
+    if (!this.ctx.elastic.autoscales) return;
 
     const peak = Math.max(...seen.peaks.map((p) => p.peak));
     const target = `target ${s.target_concurrency} per replica`;
