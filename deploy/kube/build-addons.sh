@@ -3,13 +3,15 @@
 # Kubernetes itself, into a cache of their own so that adding one never rebuilds the
 # cluster:
 #   metrics-server   the resource metrics API (metrics.k8s.io) HorizontalPodAutoscalers read
+#   coredns          the cluster DNS (cluster.local): pods resolve Services by name
 #
 #   $PIER_KUBE_CACHE/addons-<go version>-<hash of this file>/bin
 # Usage: deploy/kube/build-addons.sh   build what is missing, print the bin directory
-# Env:   PIER_KUBE_CACHE (default ~/.cache/pier/kube), METRICS_SERVER_VERSION, GO
+# Env:   PIER_KUBE_CACHE (default ~/.cache/pier/kube), METRICS_SERVER_VERSION, COREDNS_VERSION, GO
 set -euo pipefail
 
 METRICS_SERVER_VERSION=${METRICS_SERVER_VERSION:-0.8.0}
+COREDNS_VERSION=${COREDNS_VERSION:-1.15.0}
 GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
 CACHE_ROOT=${PIER_KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pier/kube}
 NICE=(nice -n 19)
@@ -48,6 +50,7 @@ install() {
 if [[ ! -f $BIN/.complete ]]; then
   log "building the cluster's add-ons into $BIN (once per key; a few minutes on 2 cores)"
   install sigs.k8s.io/metrics-server/cmd/metrics-server "$METRICS_SERVER_VERSION" metrics-server
+  install github.com/coredns/coredns "$COREDNS_VERSION" coredns
   touch "$BIN/.complete"
   for old in "$CACHE_ROOT"/addons-*; do
     [[ $old == "$CACHE_ROOT/$key" ]] || rm -rf "$old"

@@ -3,7 +3,7 @@
 # etcd, kube-apiserver, kube-controller-manager and kube-scheduler (the control plane) and,
 # where it can run, one node (Debian's containerd + runc + CNI plugins, the kubelet, and
 # kube-proxy for Services' ClusterIPs) whose containerd holds Pier's locally built images,
-# and metrics-server, so HorizontalPodAutoscalers act. The binaries come from
+# CoreDNS as cluster DNS, and metrics-server, so HorizontalPodAutoscalers act. The binaries come from
 # deploy/kube/build.sh and build-addons.sh (built once into a cache outside the checkout).
 #
 #   deploy/kube/cluster.sh start [--user PID]  build if needed, start, import the images
@@ -29,8 +29,8 @@
 #
 # Pods reach the API server as in any cluster, through the `kubernetes` Service (10.96.0.1:443):
 # the apiserver listens on all addresses (not 127.0.0.1 only) and advertises the node's IP,
-# which kube-proxy (iptables mode) sends that ClusterIP to. There is no cluster DNS: Pier's
-# chart finds its Services through the env vars Kubernetes gives pods (deploy/helm/pier).
+# which kube-proxy (iptables mode) sends that ClusterIP to. CoreDNS is the cluster DNS
+# (cluster.local, at 10.96.0.10), so pods resolve Services by name.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
@@ -47,6 +47,9 @@ KUBELET_HEALTHZ_PORT=10348
 PROXY_HEALTHZ_PORT=10346
 PROXY_METRICS_PORT=10347
 METRICS_PORT=10343
+COREDNS_HEALTH_PORT=10341
+COREDNS_READY_PORT=10342
+DNS_IP=10.96.0.10
 NODE_NAME=pier-kube-node
 POD_CIDR=10.88.0.0/16
 SERVICE_CIDR=10.96.0.0/16
@@ -228,7 +231,10 @@ cmd_start() {
     log "NO NODE: $problem; pods will not run"
   else
     start_node "$ip" "$bin"
-    start_metrics_server "$ip" "$bin"
+    local addons
+    addons=$("$HERE/build-addons.sh")
+    start_coredns "$ip" "$bin" "$addons"
+    start_metrics_server "$ip" "$bin" "$addons"
     echo ready >"$STATE_DIR/node"
   fi
   log "up in $(since "$started")s; export KUBECONFIG=$STATE_DIR/kubeconfig (kubectl: $bin/kubectl)"
@@ -327,6 +333,7 @@ authentication:
   x509: {clientCAFile: $p/ca.crt}
 authorization: {mode: Webhook}
 clusterDomain: cluster.local
+clusterDNS: [$DNS_IP]
 resolvConf: /etc/resolv.conf
 evictionHard: {memory.available: 100Mi, nodefs.available: 2%, imagefs.available: 2%}
 imageGCHighThresholdPercent: 100
@@ -368,14 +375,61 @@ YAML
   log "kube-proxy ready ($(since "$t")s)"
 }
 
+# CoreDNS (deploy/kube/build-addons.sh) on the host, as the control plane runs, as the
+# cluster DNS: the kubelet gives pods $DNS_IP, the ClusterIP of kube-system/kube-dns, a
+# Service without a selector whose EndpointSlice is the node's address, where CoreDNS
+# answers cluster.local from the API (its kubernetes plugin, as the admin) and forwards
+# every other name to the host's resolvers.
+start_coredns() {
+  local ip=$1 bin=$2 addons=$3 t k
+  t=$(now)
+  mkdir -p "$STATE_DIR/coredns"
+  cat >"$STATE_DIR/coredns/Corefile" <<COREFILE
+.:53 {
+    bind $ip
+    errors
+    health 127.0.0.1:$COREDNS_HEALTH_PORT
+    ready 127.0.0.1:$COREDNS_READY_PORT
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig $STATE_DIR/kubeconfig pier-kube
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }
+    forward . /etc/resolv.conf
+    cache 30
+}
+COREFILE
+  launch coredns nice -n 5 "$addons/coredns" -conf "$STATE_DIR/coredns/Corefile"
+  wait_for coredns 60 curl -sf "http://127.0.0.1:$COREDNS_READY_PORT/ready"
+  k=("$bin/kubectl" --kubeconfig "$STATE_DIR/kubeconfig")
+  "${k[@]}" apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Service
+metadata: {name: kube-dns, namespace: kube-system, labels: {k8s-app: kube-dns}}
+spec:
+  clusterIP: $DNS_IP
+  ports: [{name: dns, port: 53, protocol: UDP}, {name: dns-tcp, port: 53, protocol: TCP}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: kube-dns-host
+  namespace: kube-system
+  labels: {kubernetes.io/service-name: kube-dns}
+addressType: IPv4
+endpoints: [{addresses: ["$ip"]}]
+ports: [{name: dns, port: 53, protocol: UDP}, {name: dns-tcp, port: 53, protocol: TCP}]
+YAML
+  log "CoreDNS ready: cluster.local at $DNS_IP ($(since "$t")s)"
+}
+
 # metrics-server (deploy/kube/build-addons.sh) on the host, as the control plane runs: it
 # scrapes the kubelet every 10 s and serves metrics.k8s.io, which the API server reaches
 # through a selector-less Service whose endpoint is the host (aggregator routing goes to
 # endpoints, not ClusterIPs). HorizontalPodAutoscalers then act on real CPU.
 start_metrics_server() {
-  local ip=$1 bin=$2 addons t k
+  local ip=$1 bin=$2 addons=$3 t k
   t=$(now)
-  addons=$("$HERE/build-addons.sh")
   mkdir -p "$STATE_DIR/metrics-server"
   launch metrics-server nice -n 5 "$addons/metrics-server" --secure-port="$METRICS_PORT" --bind-address=0.0.0.0 \
     --cert-dir="$STATE_DIR/metrics-server" --kubeconfig="$STATE_DIR/kubeconfig" \
@@ -450,6 +504,7 @@ cmd_stop() {
   t=$(now)
   bin=$(cat "$STATE_DIR/bin" 2>/dev/null || true)
   stop_one metrics-server
+  stop_one coredns
   stop_one kube-proxy
   # Its iptables chains (KUBE-SERVICES, KUBE-FORWARD, ...) outlive it: removed here.
   if [[ -x $bin/kube-proxy ]] && command -v iptables >/dev/null; then
@@ -513,7 +568,7 @@ pkill_shims() {
 cmd_status() {
   local n
   [[ -f $STATE_DIR/node ]] && echo "node: $(cat "$STATE_DIR/node")"
-  for n in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy metrics-server; do
+  for n in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy coredns metrics-server; do
     if alive "$n"; then printf '%-24s pid %s\n' "$n" "$(cat "$STATE_DIR/pids/$n")"; else printf '%-24s stopped\n' "$n"; fi
   done
 }
