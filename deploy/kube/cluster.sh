@@ -375,13 +375,31 @@ YAML
   log "kube-proxy ready ($(since "$t")s)"
 }
 
+# A Service in kube-system without a selector whose one endpoint is this host: how pods and
+# the API server reach what runs beside the control plane (CoreDNS, metrics-server).
+host_service() { # bin name ip service-ports endpoint-ports [more of the Service's spec]
+  "$1/kubectl" --kubeconfig "$STATE_DIR/kubeconfig" apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Service
+metadata: {name: $2, namespace: kube-system}
+spec: {${6:+$6, }ports: $4}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: $2-host, namespace: kube-system, labels: {kubernetes.io/service-name: $2}}
+addressType: IPv4
+endpoints: [{addresses: ["$3"]}]
+ports: $5
+YAML
+}
+
 # CoreDNS (deploy/kube/build-addons.sh) on the host, as the control plane runs, as the
 # cluster DNS: the kubelet gives pods $DNS_IP, the ClusterIP of kube-system/kube-dns, a
 # Service without a selector whose EndpointSlice is the node's address, where CoreDNS
 # answers cluster.local from the API (its kubernetes plugin, as the admin) and forwards
 # every other name to the host's resolvers.
 start_coredns() {
-  local ip=$1 bin=$2 addons=$3 t k
+  local ip=$1 bin=$2 addons=$3 t
   t=$(now)
   mkdir -p "$STATE_DIR/coredns"
   cat >"$STATE_DIR/coredns/Corefile" <<COREFILE
@@ -401,25 +419,8 @@ start_coredns() {
 COREFILE
   launch coredns nice -n 5 "$addons/coredns" -conf "$STATE_DIR/coredns/Corefile"
   wait_for coredns 60 curl -sf "http://127.0.0.1:$COREDNS_READY_PORT/ready"
-  k=("$bin/kubectl" --kubeconfig "$STATE_DIR/kubeconfig")
-  "${k[@]}" apply -f - >/dev/null <<YAML
-apiVersion: v1
-kind: Service
-metadata: {name: kube-dns, namespace: kube-system, labels: {k8s-app: kube-dns}}
-spec:
-  clusterIP: $DNS_IP
-  ports: [{name: dns, port: 53, protocol: UDP}, {name: dns-tcp, port: 53, protocol: TCP}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: kube-dns-host
-  namespace: kube-system
-  labels: {kubernetes.io/service-name: kube-dns}
-addressType: IPv4
-endpoints: [{addresses: ["$ip"]}]
-ports: [{name: dns, port: 53, protocol: UDP}, {name: dns-tcp, port: 53, protocol: TCP}]
-YAML
+  local ports="[{name: dns, port: 53, protocol: UDP}, {name: dns-tcp, port: 53, protocol: TCP}]"
+  host_service "$bin" kube-dns "$ip" "$ports" "$ports" "clusterIP: $DNS_IP"
   log "CoreDNS ready: cluster.local at $DNS_IP ($(since "$t")s)"
 }
 
@@ -437,23 +438,10 @@ start_metrics_server() {
     --kubelet-insecure-tls --kubelet-preferred-address-types=InternalIP --kubelet-use-node-status-port \
     --metric-resolution=10s --kubelet-request-timeout=5s
   wait_for metrics-server 60 curl -sfk "https://127.0.0.1:$METRICS_PORT/livez"
+  host_service "$bin" metrics-server "$ip" "[{name: https, port: 443, targetPort: $METRICS_PORT, protocol: TCP}]" \
+    "[{name: https, port: $METRICS_PORT, protocol: TCP}]"
   k=("$bin/kubectl" --kubeconfig "$STATE_DIR/kubeconfig")
   "${k[@]}" apply -f - >/dev/null <<YAML
-apiVersion: v1
-kind: Service
-metadata: {name: metrics-server, namespace: kube-system}
-spec: {ports: [{name: https, port: 443, targetPort: $METRICS_PORT, protocol: TCP}]}
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: metrics-server-host
-  namespace: kube-system
-  labels: {kubernetes.io/service-name: metrics-server}
-addressType: IPv4
-endpoints: [{addresses: ["$ip"]}]
-ports: [{name: https, port: $METRICS_PORT, protocol: TCP}]
----
 apiVersion: apiregistration.k8s.io/v1
 kind: APIService
 metadata: {name: v1beta1.metrics.k8s.io}
