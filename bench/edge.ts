@@ -124,9 +124,9 @@ export async function benchEdge(opts: { infra?: Infra; log?: (line: string) => v
     await change('env change', () => call('PUT', `/${web.id}/env`, { variables: [{ key: 'BENCH', value: '1' }] }));
     await change('scale down to 2', () => call('PATCH', `/${web.id}`, { min_replicas: 2 }));
     let other: { id: string } | undefined;
-    await change('another service created (edge reload)', async () => (other = await call('POST', '', { name: 'other', image: IMAGE })));
+    await change('another service created', async () => (other = await call('POST', '', { name: 'other', image: IMAGE })));
     await change('deploy', () => call('POST', `/${web.id}/deploy`, { image_tag: IMAGE }));
-    await change('another service deleted (edge reload)', () => call('DELETE', `/${other!.id}`));
+    await change('another service deleted', () => call('DELETE', `/${other!.id}`));
     await change('restart', () => call('POST', `/${web.id}/restart`));
     await change('env change', () => call('PUT', `/${web.id}/env`, { variables: [{ key: 'BENCH', value: '2' }] }));
     current = 'after the changes';

@@ -121,7 +121,7 @@ export async function startAcmeServer(dnsAddress: string, opts: { httpPort?: num
 }
 
 export interface TestEdge {
-  /** Compute's settings for an edge of its own: a container named for this run, ports Docker picks. */
+  /** Compute's settings for an edge of its own: a container named for this run, ports Docker picks, a route DNS port of its own. */
   env: Record<string, string>;
   /** The edge container's name. */
   name: string;
@@ -144,6 +144,8 @@ export function testEdge(appsDomain = 'apps.test'): TestEdge {
       PIER_EDGE_HTTP_PORT: '0',
       PIER_EDGE_HTTPS_PORT: '0',
       PIER_EDGE_BIND_ADDRESS: '127.0.0.1',
+      // Its own, kept across a restart of compute (as the default is), below the ephemeral range.
+      PIER_EDGE_ROUTE_DNS_PORT: String(20_000 + Math.floor(Math.random() * 12_768)),
       PIER_EDGE_SYNC_INTERVAL_MS: '500',
       PIER_APPS_DOMAIN: appsDomain,
     },

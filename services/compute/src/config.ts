@@ -170,6 +170,12 @@ export const computeEnv = serviceEnv
     PIER_EDGE_HTTP_PORT: z.coerce.number().int().min(0).max(65535, 'PIER_EDGE_HTTP_PORT must be 0 to 65535').default(80),
     /** docker: host port for HTTPS (0: any free port). */
     PIER_EDGE_HTTPS_PORT: z.coerce.number().int().min(0).max(65535, 'PIER_EDGE_HTTPS_PORT must be 0 to 65535').default(443),
+    /**
+     * docker: the UDP port of the route DNS the edge asks which service a host goes to, on
+     * Docker's default bridge. Fixed, so an edge keeps finding it across a restart of compute
+     * (0: any free port, and the edge learns the new one at compute's first sync).
+     */
+    PIER_EDGE_ROUTE_DNS_PORT: z.coerce.number().int().min(0).max(65535, 'PIER_EDGE_ROUTE_DNS_PORT must be 0 to 65535').default(7153),
     /** docker: the host address the edge's ports are published on. */
     PIER_EDGE_BIND_ADDRESS: z.string().min(1).default('0.0.0.0'),
     /** The edge's public addresses (an apex domain's A/AAAA records point there); docker: the edge container's own when empty. */

@@ -39,6 +39,7 @@ function createEdgePort(config: ComputeConfig, logger: Logger): EdgePort | null 
     bindAddress: config.PIER_EDGE_BIND_ADDRESS,
     appsDomain: config.PIER_APPS_DOMAIN,
     addresses: config.PIER_EDGE_ADDRESSES,
+    routeDnsPort: config.PIER_EDGE_ROUTE_DNS_PORT,
     appsCertificate:
       config.PIER_EDGE_APPS_CERT_FILE && config.PIER_EDGE_APPS_KEY_FILE
         ? { certificatePem: readFileSync(config.PIER_EDGE_APPS_CERT_FILE, 'utf8'), keyPem: readFileSync(config.PIER_EDGE_APPS_KEY_FILE, 'utf8') }

@@ -30,7 +30,7 @@ export interface Elastic {
 /** What differs between the clusters: where the activator listens and how it is told to the edge. */
 interface Placement {
   cluster: DockerCluster | KubernetesCluster;
-  route?: ActivatorOptions['route'];
+  route: ActivatorOptions['route'];
   host(): Promise<string>;
   port: number;
   /** The edge learns where the activator listens. */
@@ -43,9 +43,10 @@ function placementOf(config: ComputeConfig, cluster: unknown, edge: unknown, log
   if (cluster instanceof DockerCluster && edge instanceof DockerEdge) {
     return {
       cluster,
+      route: (host) => edge.routeFor(host),
       host: () => edge.bridgeGateway(),
       port: config.PIER_COMPUTE_ACTIVATOR_PORT,
-      announce: (host, port) => (edge.activatorAddress = `${host}:${port}`),
+      announce: (_host, port) => (edge.activatorPort = port),
       autoscales: true,
       cpu: (serviceId) => cluster.replicaCpu(serviceId),
     };

@@ -16,6 +16,7 @@ import { BuildWorker } from './domain/builds/build-worker.ts';
 import { createBuilds } from './build-wiring.ts';
 import { computeRoutes, computeUpgrades } from './app.ts';
 import { createEdge } from './edge-wiring.ts';
+import { DockerEdge } from './cluster/docker-edge.ts';
 import { createElastic } from './elastic-wiring.ts';
 import { EdgeWorker } from './domain/edge/edge-worker.ts';
 import { ClaimExpiry } from './domain/hostnames/claim-expiry.ts';
@@ -67,6 +68,8 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
       const store = new KnexComputeStore(db);
       const cluster = createCluster(config, secrets.port, logger, clusterCalls, (ids) => store.knownServiceIds(ids));
       const edge = createEdge(config, db, logger);
+      const dockerEdge = edge.port instanceof DockerEdge ? edge.port : null;
+      if (dockerEdge) onStop('edge route DNS', () => dockerEdge.close());
       const ctx: ComputeContext = {
         store,
         cluster,

@@ -7,7 +7,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { createLogger } from '@pier/kit';
-import { Activator, ACTIVATOR_HEADERS, type ReplicaAddress } from '../src/edge/activator.ts';
+import { Activator, type ActivatorTarget, type ReplicaAddress } from '../src/edge/activator.ts';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -34,8 +34,14 @@ async function replica(port = 0, delayMs = 0): Promise<{ port: number; seen: htt
 const serviceId = randomUUID();
 const vpcId = randomUUID();
 
+/** The routing table of these tests: `p<port>.apps.test` is the service, its replicas listening on that port. */
+function route(host: string): ActivatorTarget | null {
+  const m = /^p(\d+)\.apps\.test$/.exec(host);
+  return m ? { serviceId, vpcId, port: Number(m[1]), healthPath: null } : null;
+}
+
 async function activatorWith(list: () => ReplicaAddress[], wake: () => Promise<boolean> = async () => false, holdMs = 5_000) {
-  const activator = new Activator({ list: async () => list(), wake, holdMs, logger: createLogger('activator-test', 'silent') });
+  const activator = new Activator({ list: async () => list(), route, wake, holdMs, logger: createLogger('activator-test', 'silent') });
   const port = await activator.listen('127.0.0.1');
   cleanups.push(() => activator.close());
   return { activator, port };
@@ -49,7 +55,7 @@ function send(activatorPort: number, replicaPort: number, path = '/', extra: Rec
         port: activatorPort,
         path,
         agent: false,
-        headers: { ...extra, [ACTIVATOR_HEADERS.service]: serviceId, [ACTIVATOR_HEADERS.vpc]: vpcId, [ACTIVATOR_HEADERS.port]: String(replicaPort) },
+        headers: { host: `p${replicaPort}.apps.test`, ...extra },
       },
       (res) => {
         let body = '';
@@ -102,21 +108,12 @@ describe('the activator', () => {
     expect((await send(port, up.port)).headers['server-timing']).toMatch(/^wake;dur=\d+$/);
   });
 
-  it('finds the service by Host when routing by host (kubernetes), and then trusts no X-Pier-* header', async () => {
+  it('finds the service by Host alone: a port or capitals change nothing, and no header a client sends picks one', async () => {
     const up = await replica();
-    const activator = new Activator({
-      list: async () => [{ id: 'p0', index: 0, address: '127.0.0.1' }],
-      route: (host) => (host === 'web.apps.test' ? { serviceId, vpcId, port: up.port, healthPath: null } : null),
-      wake: async () => false,
-      holdMs: 1_000,
-      logger: createLogger('activator-test', 'silent'),
-    });
-    const port = await activator.listen('127.0.0.1');
-    cleanups.push(() => activator.close());
-    // Host with a port and in capitals is the same host.
-    expect((await send(port, up.port, '/', { host: 'WEB.apps.test:443' })).status).toBe(200);
-    // The headers the docker edge sets name the service, the Host does not: not here.
-    expect((await send(port, up.port, '/', { host: 'other.apps.test' })).status).toBe(404);
+    const { activator, port } = await activatorWith(() => [{ id: 'p0', index: 0, address: '127.0.0.1' }]);
+    expect((await send(port, up.port, '/', { host: `P${up.port}.Apps.test:443` })).status).toBe(200);
+    const spoofed = { 'x-pier-service': serviceId, 'x-pier-vpc': vpcId, 'x-pier-port': String(up.port) };
+    expect((await send(port, up.port, '/', { host: 'other.apps.test', ...spoofed })).status).toBe(404);
     expect(activator.traffic(serviceId).lastActiveAt).toBeGreaterThan(0);
   });
 
@@ -130,7 +127,7 @@ describe('the activator', () => {
     expect(r.headers['server-timing']).toBeUndefined();
   });
 
-  it('answers 503 once the hold runs out with no replica, and forwards none of its own headers', async () => {
+  it('answers 503 once the hold runs out with no replica, and forwards the headers as they came (the edge adds none to pick a service)', async () => {
     const { port } = await activatorWith(() => [], undefined, 300);
     const r = await send(port, 9);
     expect(r.status).toBe(503);
@@ -138,7 +135,7 @@ describe('the activator', () => {
     const up = await replica();
     const { port: p2 } = await activatorWith(() => [{ id: 'c0', index: 0, address: '127.0.0.1' }]);
     expect((await send(p2, up.port, '/', { 'x-pier-spoofed': 'yes' })).status).toBe(200);
-    expect(Object.keys(up.seen[0]!).filter((h) => h.startsWith('x-pier-'))).toEqual([]);
+    expect(up.seen[0]).toMatchObject({ 'x-pier-spoofed': 'yes', host: `p${up.port}.apps.test` });
   });
 
   it('counts requests in flight, and a drain waits for those of the replicas it takes away', async () => {
@@ -162,9 +159,7 @@ describe('the activator', () => {
     const { activator, port } = await activatorWith(() => [{ id: 'c0', index: 0, address: '127.0.0.1' }]);
     const socket = net.connect(port, '127.0.0.1');
     await new Promise((r) => socket.once('connect', r));
-    socket.write(
-      `GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n${ACTIVATOR_HEADERS.service}: ${serviceId}\r\n${ACTIVATOR_HEADERS.vpc}: ${vpcId}\r\n${ACTIVATOR_HEADERS.port}: ${up.port}\r\n\r\n`,
-    );
+    socket.write(`GET /ws HTTP/1.1\r\nHost: p${up.port}.apps.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n`);
     const first = await new Promise<string>((r) => socket.once('data', (d) => r(d.toString())));
     expect(first).toContain('101 Switching Protocols');
     socket.write('ping');

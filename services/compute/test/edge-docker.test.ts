@@ -149,6 +149,10 @@ describe('public URLs through the edge', () => {
     const unknown = await viaEdge('nobody.example.org');
     expect(unknown.status).toBe(404);
     expect(unknown.body).toMatch(/no service answers at nobody\.example\.org/);
+    // A client that dialled the edge's address with it as Host: a 404 at once too.
+    const t = Date.now();
+    expect((await viaEdge('10.1.2.3')).status).toBe(404);
+    expect(Date.now() - t).toBeLessThan(1_000);
     const idle = await c.post(c.base, { name: 'idle' });
     const host = new URL(idle.body.url).hostname;
     const r = await until(
@@ -294,7 +298,14 @@ describe('custom domains', () => {
 
   it('detaches: the hostname stops routing and its certificate leaves the edge', async () => {
     expect((await c.request('DELETE', `${c.base}/${web.id}/domains/${domain.id}`)).status).toBe(204);
-    expect((await viaEdge(hostname)).status).toBe(404);
+    // The edge asks the route DNS again within a quarter of a second (caddy-config.ts).
+    const t = Date.now();
+    await until(
+      () => viaEdge(hostname),
+      (x) => x.status === 404,
+      2_000,
+    );
+    expect(Date.now() - t).toBeLessThan(1_000);
     expect(await inEdge(['ls', '/data/certs'])).not.toContain(hostname);
     expect((await c.get(`${c.base}/${web.id}/domains`)).body.items).toEqual([]);
   });

@@ -2,8 +2,10 @@
 // a routed service, and Docker's DNS answers a bare name from the first network (in name
 // order) that holds it. So a container of another tenant's VPC carrying the victim's edge
 // alias (`pier-svc-<victim id>`), in a VPC whose network sorts first, received the victim's
-// decrypted requests (reproduced: 20 of 20). The edge now resolves the alias qualified by the
-// victim's own network, and names with the platform's prefixes are refused at the API.
+// decrypted requests (reproduced: 20 of 20). The edge then resolved the alias qualified by
+// the victim's own network; it now gets the victim's replicas from compute's route DNS, which
+// lists them through the Engine API by their labels on the victim's network, so no name a
+// container carries matters. Names with the platform's prefixes are refused at the API.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import http from 'node:http';
 import { testEdge } from '@pier/testing';

@@ -6,6 +6,7 @@
 // floor after the scale-down delay, with no failed request.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import http from 'node:http';
+import { Resolver } from 'node:dns/promises';
 import { IDENTITY_HEADER } from '@pier/kit';
 import { adminQuery, openShell, shellUrl, testEdge } from '@pier/testing';
 import { docker, startElasticCompute, stopWithEdge, TINY_HTTP, until, type Compute } from './support.ts';
@@ -230,7 +231,7 @@ describe('between tenants', () => {
     other = await created({ name: 'other', deployment_mode: 'on_demand', idle_timeout_seconds: 600 });
   }, 120_000);
 
-  it("cannot send a request to another service with the activator's own headers, nor pass them on", async () => {
+  it('cannot send a request to another service with headers naming it (the Host alone picks the service)', async () => {
     const spoofed = await viaEdge(front.url, '/cgi-bin/env', {
       'x-pier-service': other.id,
       'x-pier-vpc': front.vpc_id,
@@ -238,18 +239,22 @@ describe('between tenants', () => {
       'x-pier-health': '/cgi-bin/env',
     });
     expect(spoofed.status).toBe(200);
-    // Answered by front's own replica (HOSTNAME is its container's short id), which saw none of them.
+    // Answered by front's own replica (HOSTNAME is its container's short id).
     const [replica] = await docker.listContainers({ filters: JSON.stringify({ label: [`pier.service=${front.id}`], status: ['running'] }) });
     expect(spoofed.body).toMatch(new RegExp(`^HOSTNAME=${replica!.Id.slice(0, 12)}$`, 'm'));
-    expect(spoofed.body).not.toMatch(/HTTP_X_PIER_/);
   });
 
   it("cannot reach the activator on the host from a tenant's replica", async () => {
-    const config = await inContainer(edge.name, ['cat', '/run/pier-edge/config.json']);
-    const activator = /"dial":"(\d+\.\d+\.\d+\.\d+):(\d+)"/.exec(config);
-    expect(activator, 'the edge sends elastic services to the activator').not.toBeNull();
+    // Where the edge finds them: the route DNS on the bridge's gateway, which sends front's host to the activator.
+    const bridge = await docker.getNetwork('bridge').inspect();
+    const gateway = ((bridge.IPAM?.Config ?? []) as { Gateway?: string }[]).find((c) => c.Gateway && !c.Gateway.includes(':'))!.Gateway!;
+    const dnsPort = edge.env.PIER_EDGE_ROUTE_DNS_PORT!;
+    const resolver = new Resolver({ timeout: 2000, tries: 1 });
+    resolver.setServers([`${gateway}:${dnsPort}`]);
+    const [target] = await resolver.resolveSrv(new URL(front.url).hostname);
+    expect(await resolver.resolve4(target!.name), 'the edge sends elastic services to the activator').toEqual([gateway]);
     const [replica] = await docker.listContainers({ filters: JSON.stringify({ label: [`pier.service=${front.id}`], status: ['running'] }) });
-    const probe = (host: string, port: string) =>
+    const probe = (host: string, port: string | number) =>
       inContainer(replica!.Id, [
         '/bin/sh',
         '-c',
@@ -257,6 +262,9 @@ describe('between tenants', () => {
       ]);
     // The probe works: a service of its own VPC answers it by name.
     expect((await probe('other', '8080')).trim()).toBe('REACHED');
-    expect((await probe(activator![1]!, activator![2]!)).trim()).toBe('BLOCKED');
+    expect((await probe(gateway, target!.port)).trim()).toBe('BLOCKED');
+    // The route DNS (UDP, on the same address) is behind the same rule, which drops every
+    // protocol from a VPC's bridge to the host (docker-egress-firewall.ts); the replica's
+    // BusyBox has no UDP client to show it with.
   }, 30_000);
 });

@@ -10,7 +10,6 @@ import http from 'node:http';
 import { vpcNamespace } from '@pier/kit';
 import { adminQuery, realKubernetes, type RealKubernetes } from '@pier/testing';
 import { ACTIVATOR_SERVICE } from '../src/cluster/kubernetes-edge-manifests.ts';
-import { ACTIVATOR_HEADERS } from '../src/edge/activator.ts';
 import { startCompute, until, TINY_HTTP, type Compute } from './support.ts';
 
 let k: RealKubernetes;
@@ -94,9 +93,9 @@ describe('an on_demand service on a real cluster', () => {
     expect(awake.headers['server-timing']).toBeUndefined();
     // No header picks the service here: only the Host does.
     const spoofed = await viaIngress('nothing.apps.kube-elastic.test', {
-      [ACTIVATOR_HEADERS.service]: id,
-      [ACTIVATOR_HEADERS.vpc]: c.vpcId,
-      [ACTIVATOR_HEADERS.port]: '8080',
+      'x-pier-service': id,
+      'x-pier-vpc': c.vpcId,
+      'x-pier-port': '8080',
     });
     expect(spoofed.status).toBe(404);
 

@@ -1,14 +1,30 @@
-// The edge's whole Caddy configuration, as one JSON document built from the routing table.
-// Compute loads it in one request (Caddy swaps configurations gracefully: connections in
-// flight finish on the old one), so every change is a full, declarative replace.
+// The edge's whole Caddy configuration, as one JSON document. Compute loads it in one
+// request, so every change is a full, declarative replace, and a load closes the idle
+// connections of every client (Go's server shutdown): a client that sends on one at that
+// moment gets a reset. So what changes often is not in it: which service a host goes to is
+// asked per host of compute's route DNS (edge/route-dns.ts) by one dynamic route, and a
+// service created, deleted or given a domain changes no configuration. Loads remain for
+// certificates and ACME challenges (a custom domain's certificate: rare), and at start.
 import type { EdgeRoute } from '../domain/edge/edge-port.ts';
-import { edgeUpstream } from './docker-labels.ts';
-import { ACTIVATOR_HEADERS } from '../edge/activator.ts';
 
 /** Where certificates live in the edge container (a volume, with Caddy's own state). */
 export const CERT_DIR = '/data/certs';
 /** File names of the apps domain's certificate when the operator gives one. */
 export const APPS_CERT = '_apps';
+/** The route DNS's names for the host's bridge address, where the activator listens, and for the edge container's own loopback. */
+export const ACTIVATOR_HOST = 'pier-activator.pier';
+export const LOOPBACK = 'loopback.pier';
+/**
+ * Where a host with no running replica is sent: nothing listens there, so Caddy retries
+ * (asking the route DNS again each time) until a replica appears or its tries run out.
+ */
+export const NO_REPLICA = { target: LOOPBACK, port: 1 } as const;
+/**
+ * Where a host no service has is sent: a server of the edge's own that answers 404. An answer
+ * rather than NXDOMAIN, because Caddy treats a failed lookup as compute being away (it keeps
+ * its last answer, and with none has nowhere to send the request).
+ */
+export const UNKNOWN_HOST = { target: LOOPBACK, port: 8404 } as const;
 
 export interface Challenge {
   hostname: string;
@@ -17,65 +33,59 @@ export interface Challenge {
 }
 
 export interface CaddyConfigInput {
-  routes: EdgeRoute[];
+  routes: Pick<EdgeRoute, 'tlsHosts'>[];
   challenges: Challenge[];
   appsDomain: string;
   /** The operator gave a certificate for `*.<apps domain>` (else Caddy's internal CA makes one). */
   appsCertificate: boolean;
-  /** Where the activator listens (host:port), for routes that go through it; null: none runs. */
-  activator: string | null;
+  /** Where compute's route DNS listens (host:port), as the edge container reaches it. */
+  routeDns: string;
 }
 
 const text = { 'Content-Type': ['text/plain; charset=utf-8'] };
+const notFound = { handler: 'static_response', status_code: 404, headers: text, body: '404 Not Found: no service answers at {http.request.host}\n' };
 
-/**
- * An elastic service's route: to the activator, which finds the replicas itself (and wakes
- * them). Who the request is for is set here, over anything the client sent under those names.
- */
-function viaActivator(r: EdgeRoute, activator: string) {
+/** Every service host: to the targets compute's route DNS gives for the request's Host. */
+function proxy(routeDns: string) {
   return {
     handler: 'reverse_proxy',
-    upstreams: [{ dial: activator }],
-    headers: {
-      request: {
-        set: {
-          [ACTIVATOR_HEADERS.service]: [r.serviceId],
-          [ACTIVATOR_HEADERS.vpc]: [r.vpcId],
-          [ACTIVATOR_HEADERS.port]: [String(r.port)],
-          [ACTIVATOR_HEADERS.health]: [r.activator?.healthPath ?? ''],
-        },
-      },
+    dynamic_upstreams: {
+      source: 'srv',
+      // Rooted, so the name is asked as it is (no search domains).
+      name: '{http.request.host}.',
+      // Re-asked four times a second (and before each retry), so a deploy, scale, wake or
+      // route change reaches the edge within that; while compute is away (a restart), the
+      // last answer stays in use.
+      refresh: '250ms',
+      grace_period: '1h',
+      resolver: { addresses: [`udp/${routeDns}`] },
+      dial_timeout: '1s',
     },
-    // Event streams and long polls pass through as they are written.
-    flush_interval: -1,
-    // Idle connections are let go before the activator would close them (its keepAliveTimeout).
-    transport: { protocol: 'http', dial_timeout: '1s', keep_alive: { idle_timeout: '60s' } },
-  };
-}
-
-function proxyTo(r: EdgeRoute) {
-  return {
-    handler: 'reverse_proxy',
-    // Docker's DNS answers the alias with every running replica; re-read four times a second,
-    // so a deploy, scale or restart reaches the edge without a configuration change.
-    dynamic_upstreams: { source: 'a', name: edgeUpstream(r.serviceId, r.vpcId), port: String(r.port), refresh: '250ms' },
     load_balancing: {
       selection_policy: { policy: 'round_robin' },
       // A replica going away (a rollout retiring it) refuses connections, or no longer
-      // answers for up to a DNS refresh: try another one for a while rather than answer an
-      // error. Short waits between tries, and a short dial, because a configuration load
-      // (a service created or deleted) ends every retry still waiting under the old
-      // configuration with a 502: at 100 ms and 250 ms, a load during a rollout answered a
-      // few requests 503 in each edge benchmark run; at 20 ms and 50 ms none did.
+      // resolves, for up to a refresh: try another one for a while rather than answer an
+      // error. Short waits between tries, and a short dial: replicas and the activator are
+      // on bridges of this host, where a handshake takes well under a millisecond however
+      // busy the other end is; the dial includes asking compute's route DNS the address,
+      // which a busy compute answers in a few ms. So 200 ms only waits on an address that
+      // is gone, and a compute pause does not make a healthy replica look failed.
       try_duration: '5s',
       try_interval: '20ms',
       retry_match: [{ method: ['GET', 'HEAD', 'OPTIONS'] }],
     },
     health_checks: { passive: { fail_duration: '3s', max_fails: 1 } },
-    // Replicas are on a bridge of this host: a handshake takes well under a millisecond (the
-    // kernel answers it however busy the replica is), so 50 ms only ever waits on an address
-    // whose container is gone.
-    transport: { protocol: 'http', dial_timeout: '50ms' },
+    // Event streams and long polls pass through as they are written.
+    flush_interval: -1,
+    // Targets' addresses come from the route DNS too (Go asks DNS, never /etc/hosts, for the
+    // rooted names SRV gives). Idle connections are let go before the activator would close
+    // them (its keepAliveTimeout).
+    transport: {
+      protocol: 'http',
+      dial_timeout: '200ms',
+      resolver: { addresses: [`udp/${routeDns}`] },
+      keep_alive: { idle_timeout: '60s', max_idle_conns_per_host: 256 },
+    },
   };
 }
 
@@ -85,16 +95,20 @@ function serviceRoutes(input: CaddyConfigInput) {
     handle: [{ handler: 'static_response', status_code: 200, headers: text, body: c.keyAuthorization }],
     terminal: true,
   }));
-  const services = input.routes.map((r) => ({
-    match: [{ host: [r.serviceHost, ...r.customHosts] }],
-    handle: [r.activator && input.activator ? viaActivator(r, input.activator) : proxyTo(r)],
+  // An address for a Host (a client that dialled the edge's IP) is no name to ask DNS about.
+  const byAddress = {
+    match: [{ vars_regexp: { '{http.request.host}': { pattern: '^[0-9.]*$|:' } } }],
+    handle: [notFound],
     terminal: true,
-  }));
-  const unknown = {
-    handle: [{ handler: 'static_response', status_code: 404, headers: text, body: '404 Not Found: no service answers at {http.request.host}\n' }],
   };
-  return [...challenges, ...services, unknown];
+  return [...challenges, byAddress, { handle: [proxy(input.routeDns)], terminal: true }];
 }
+
+const unknownHost = {
+  listen: [`127.0.0.1:${UNKNOWN_HOST.port}`],
+  automatic_https: { disable: true },
+  routes: [{ handle: [notFound] }],
+};
 
 /** No replica to send to (none running, or all failing): one clear 503 rather than Caddy's bare 502. */
 const errors = {
@@ -128,6 +142,7 @@ export function caddyConfig(input: CaddyConfigInput): Record<string, unknown> {
           // terminate TLS in front of the platform both need it.
           http: { listen: [':80'], automatic_https: { disable: true }, routes, errors },
           https: { listen: [':443'], automatic_https: { disable: true }, tls_connection_policies: [{}], routes, errors },
+          unknown: unknownHost,
         },
       },
       // The internal CA signs the apps domain's certificate; installing its root into the

@@ -1,17 +1,23 @@
 // The edge on the docker adapter: one Caddy container (pier/edge) that compute creates,
 // attaches to every VPC network with a routed service, and configures through its admin
-// socket (reached only through the Engine API: copy the JSON in, exec the loader). Replicas
-// are found through Docker's DNS (edgeAlias), so rollouts need no configuration change;
-// hosts, challenges and certificates do.
+// socket (reached only through the Engine API: copy the JSON in, exec the loader). Which
+// service a host goes to, Caddy asks per host of the route DNS this class runs
+// (edge/route-dns.ts): the activator for an elastic service, else the service's running
+// replicas by their container names on the VPC's network (Docker's DNS resolves those). So
+// deploys, scaling and route changes need no configuration load; challenges and
+// certificates do.
 import { createHash } from 'node:crypto';
 import type Docker from 'dockerode';
 import tar from 'tar-stream';
 import { dockerStatusOf, isDockerNotFound, vpcNetwork, type Logger } from '@pier/kit';
 import type { EdgeEntry, EdgePort, EdgeRoute, TlsOutcome } from '../domain/edge/edge-port.ts';
 import type { AcmeIssuer } from '../edge/acme-issuer.ts';
+import { activatorTargets, type ActivatorTarget } from '../edge/activator.ts';
+import { RouteDns, type RouteName } from '../edge/route-dns.ts';
 import { DockerEngine } from './docker-engine.ts';
 import { LABEL } from './docker-labels.ts';
-import { APPS_CERT, CERT_DIR, caddyConfig, type Challenge } from './caddy-config.ts';
+import { DockerReplicaNames } from './docker-replica-names.ts';
+import { ACTIVATOR_HOST, APPS_CERT, CERT_DIR, LOOPBACK, NO_REPLICA, UNKNOWN_HOST, caddyConfig, type Challenge } from './caddy-config.ts';
 
 export interface DockerEdgeOptions {
   host?: string;
@@ -29,6 +35,8 @@ export interface DockerEdgeOptions {
   appsCertificate?: { certificatePem: string; keyPem: string };
   /** Null when no ACME directory is configured: custom domains then get no certificate. */
   acme: AcmeIssuer | null;
+  /** The UDP port of the route DNS on the bridge's gateway; 0 lets the system pick one. */
+  routeDnsPort: number;
   logger: Logger;
 }
 
@@ -53,17 +61,23 @@ export class DockerEdge implements EdgePort {
   readonly kind = 'docker' as const;
   private readonly engine: DockerEngine;
   private routes: EdgeRoute[] = [];
+  /** Every routed host (lowercase) and its route: what the route DNS answers from. */
+  private hosts = new Map<string, EdgeRoute>();
+  private elastic = new Map<string, ActivatorTarget>();
+  private readonly replicaNames: DockerReplicaNames;
+  private routeDns: { server: RouteDns; host: string; address: string } | null = null;
   private readonly challenges = new Map<string, Challenge>();
   /** What the running container last loaded: its id and the configuration's hash. */
   private loaded: { containerId: string; hash: string } | null = null;
   /** One change at a time: a sync and a challenge must not interleave their loads. */
   private queue: Promise<unknown> = Promise.resolve();
   private rootCa?: { containerId: string; pem: string };
-  /** Where the activator listens (elastic-wiring.ts), for elastic services' routes; null: none. */
-  activatorAddress: string | null = null;
+  /** The port the activator listens on at the bridge's gateway (elastic-wiring.ts), for elastic services; null: none. */
+  activatorPort: number | null = null;
 
   constructor(private readonly opts: DockerEdgeOptions) {
     this.engine = new DockerEngine(opts.host, 30_000);
+    this.replicaNames = new DockerReplicaNames(this.engine);
   }
 
   private get docker(): Docker {
@@ -77,10 +91,48 @@ export class DockerEdge implements EdgePort {
   }
 
   sync(routes: EdgeRoute[]): Promise<void> {
-    return this.serial(async () => {
-      this.routes = routes;
-      await this.apply();
-    });
+    // The route DNS answers from the new table at once, whatever the container's state.
+    this.routes = routes;
+    const hosts = new Map<string, EdgeRoute>();
+    for (const r of routes) for (const h of [r.serviceHost, ...r.customHosts]) hosts.set(h.toLowerCase(), r);
+    this.hosts = hosts;
+    this.elastic = activatorTargets(routes);
+    return this.serial(() => this.apply());
+  }
+
+  /** The elastic service a host names, for the activator. */
+  routeFor(host: string): ActivatorTarget | null {
+    return this.activatorPort === null ? null : (this.elastic.get(host) ?? null);
+  }
+
+  /** What the route DNS answers: for a host, where Caddy sends its requests; for a target, its address. */
+  private async lookup(name: string): Promise<RouteName | null> {
+    if (name === ACTIVATOR_HOST) return this.routeDns ? { ipv4: this.routeDns.host } : null;
+    if (name === LOOPBACK) return { ipv4: '127.0.0.1' };
+    const address = this.replicaNames.addressOf(name);
+    if (address) return { ipv4: address };
+    const r = this.hosts.get(name);
+    if (!r) return { srv: [UNKNOWN_HOST] };
+    if (this.activatorPort !== null && this.elastic.has(name)) return { srv: [{ target: ACTIVATOR_HOST, port: this.activatorPort }] };
+    const replicas = await this.replicaNames.of(r.serviceId, r.vpcId);
+    return { srv: replicas.length ? replicas.map((x) => ({ target: x.name, port: r.port })) : [NO_REPLICA] };
+  }
+
+  /** Starts the route DNS where the edge container reaches it (once); its address. */
+  private async ensureRouteDns(): Promise<string> {
+    if (this.routeDns) return this.routeDns.address;
+    const host = await this.bridgeGateway();
+    const server = new RouteDns({ lookup: (name) => this.lookup(name), logger: this.opts.logger });
+    const port = await server.listen(host, this.opts.routeDnsPort);
+    this.routeDns = { server, host, address: `${host}:${port}` };
+    this.opts.logger.info({ address: this.routeDns.address }, 'edge route DNS listening');
+    return this.routeDns.address;
+  }
+
+  /** Stops the route DNS (compute shutting down). */
+  async close(): Promise<void> {
+    await this.routeDns?.server.close();
+    this.routeDns = null;
   }
 
   /** The host's address on Docker's default bridge, which the edge container is on: where it reaches the activator. */
@@ -159,6 +211,7 @@ export class DockerEdge implements EdgePort {
 
   /** Brings the container to the current table: networks attached, configuration loaded. */
   private async apply(): Promise<void> {
+    const routeDns = await this.ensureRouteDns();
     const container = await this.ensureContainer();
     await this.attachNetworks(container);
     const config = JSON.stringify(
@@ -167,7 +220,7 @@ export class DockerEdge implements EdgePort {
         challenges: [...this.challenges.values()],
         appsDomain: this.opts.appsDomain,
         appsCertificate: Boolean(this.opts.appsCertificate),
-        activator: this.activatorAddress,
+        routeDns,
       }),
     );
     const hash = createHash('sha256').update(config).digest('hex');
@@ -192,7 +245,7 @@ export class DockerEdge implements EdgePort {
   private specHash(): string {
     const o = this.opts;
     return createHash('sha256')
-      .update(JSON.stringify([o.image, o.httpPort, o.httpsPort, o.bindAddress, o.appsCertificate?.certificatePem ?? null, 'no-capabilities']))
+      .update(JSON.stringify([o.image, o.httpPort, o.httpsPort, o.bindAddress, o.appsCertificate?.certificatePem ?? null, 'no-capabilities', 'route-dns']))
       .digest('hex')
       .slice(0, 16);
   }
@@ -215,6 +268,10 @@ export class DockerEdge implements EdgePort {
           HostConfig: {
             PortBindings: { '80/tcp': port(this.opts.httpPort), '443/tcp': port(this.opts.httpsPort) },
             RestartPolicy: { Name: 'unless-stopped' },
+            // Caddy asks the route DNS while it holds its SRV cache's lock, and before each new
+            // connection: a compute that does not answer holds a request up for one second at
+            // most, not Go's 2 × 5 s.
+            DnsOptions: ['timeout:1', 'attempts:1'],
             // Caddy needs no capability: Docker lets any user of the container bind 80 and 443
             // in its own network namespace, and its files are its own. The edge sits on every
             // routed VPC's network: nothing there may find a way to more privileges in it.

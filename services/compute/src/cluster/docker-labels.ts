@@ -1,8 +1,6 @@
 // Labels tie every Docker object compute creates to its service and deployment, so the
 // cluster itself answers "what runs for service X" in one filtered list, and anything
 // Pier made can be found (and cleaned up) by `pier.managed=true`.
-import { vpcNetwork } from '@pier/kit';
-
 export const LABEL = {
   managed: 'pier.managed',
   kind: 'pier.kind',
@@ -29,20 +27,4 @@ export function containerName(serviceName: string, deploymentId: string, suffix:
 
 export function volumeName(serviceId: string): string {
   return `pier-disk-${serviceId}`;
-}
-
-/** A network alias every replica carries, named by the service's id. */
-export function edgeAlias(serviceId: string): string {
-  return `pier-svc-${serviceId}`;
-}
-
-/**
- * The name the edge resolves to a service's running replicas: the alias qualified by its
- * VPC's network. The edge sits on every routed VPC's network, and Docker's DNS answers a
- * bare alias from whichever network holds it first (in name order), so a container of
- * another VPC carrying the same alias would receive the service's traffic; the qualified
- * name is answered from that one network only, and no tenant can name a network.
- */
-export function edgeUpstream(serviceId: string, vpcId: string): string {
-  return `${edgeAlias(serviceId)}.${vpcNetwork(vpcId)}`;
 }

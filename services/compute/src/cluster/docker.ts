@@ -21,7 +21,7 @@ import { ReplicaCpu } from './docker-cpu.ts';
 import type { ClusterCallObserver } from './call-metrics.ts';
 import { CronScheduler, type OwnedServices } from './docker-cron.ts';
 import { EgressFirewall } from './docker-egress-firewall.ts';
-import { KIND_SERVICE, LABEL, containerName, edgeAlias, volumeName, type DockerRole } from './docker-labels.ts';
+import { KIND_SERVICE, LABEL, containerName, volumeName, type DockerRole } from './docker-labels.ts';
 import type { Observation } from '../domain/services/status.ts';
 
 /**
@@ -330,7 +330,7 @@ export class DockerCluster implements ClusterPort {
         ...(c.disk_mount_path ? { Mounts: [{ Type: 'volume', Source: spec.diskVolume ?? volumeName(spec.serviceId), Target: c.disk_mount_path }] } : {}),
       },
       // Other services of the VPC reach this one by its name; the edge by an alias of its id.
-      NetworkingConfig: { EndpointsConfig: { [network]: { Aliases: [spec.serviceName, edgeAlias(spec.serviceId)] } } },
+      NetworkingConfig: { EndpointsConfig: { [network]: { Aliases: [spec.serviceName] } } },
     };
   }
 

@@ -8,7 +8,7 @@ import { type KubeConfig, KubernetesObjectApi, PatchStrategy, type KubernetesObj
 import { isKubernetesNotFound, vpcNamespace, type Logger } from '@pier/kit';
 import { kubernetesApiConfiguration } from '@pier/kit/kubernetes';
 import type { EdgeEntry, EdgePort, EdgeRoute, TlsOutcome } from '../domain/edge/edge-port.ts';
-import type { ActivatorTarget } from '../edge/activator.ts';
+import { activatorTargets, type ActivatorTarget } from '../edge/activator.ts';
 import {
   ACTIVATOR_SERVICE,
   activatorEndpointsManifest,
@@ -74,12 +74,7 @@ export class KubernetesEdge implements EdgePort {
     // The activator's Service first, and removed last: no Ingress points at one that is not there.
     const activatorVpcs = new Set(elastic.map((r) => r.vpcId));
     await this.applyActivator(activatorVpcs, activator);
-    const hosts = new Map<string, ActivatorTarget>();
-    for (const r of elastic) {
-      const target = { serviceId: r.serviceId, vpcId: r.vpcId, port: r.port, healthPath: r.activator!.healthPath };
-      for (const h of [r.serviceHost, ...r.customHosts]) hosts.set(h.toLowerCase(), target);
-    }
-    this.hosts = hosts;
+    this.hosts = activatorTargets(elastic);
     const seen = new Set<string>();
     for (const r of routes) {
       const m = ingressManifest(r, this.settings, Boolean(activator && r.activator));

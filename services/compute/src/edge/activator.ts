@@ -1,10 +1,10 @@
-// The activator: where the docker edge (Caddy) sends the requests of elastic services
-// (on_demand, or autoscaled), in the way Knative's activator stands in front of a revision.
-// Caddy keeps terminating TLS and sets who the request is for (X-Pier-Service, -Vpc, -Port,
-// -Health, overriding anything a client sent); the activator, in compute:
+// The activator: where the edge sends the requests of elastic services (on_demand, or
+// autoscaled), in the way Knative's activator stands in front of a revision. It finds the
+// service by the request's Host in the edge's routing table (`route`) and trusts no header
+// a client could send; in compute:
 //
-// - forwards to a ready replica (least requests in flight), found through the Engine API by
-//   the service's labels, so scaling needs no edge configuration change;
+// - forwards to a ready replica (least requests in flight), found through the cluster's API
+//   by the service's labels, so scaling needs no edge change;
 // - holds a request when no replica is ready, asks the elastic controller to wake the
 //   service on that very request, and forwards it once a replica accepts connections (or
 //   answers its health check), adding `Server-Timing: wake;dur=<ms>`; 503 after the deadline;
@@ -13,21 +13,18 @@
 // - drains: a replica about to stop gets no new request, and its stop waits for the ones
 //   in flight.
 //
-// It listens on the address of Docker's default bridge on the host, which the edge
-// container reaches; tenants' containers do not (the egress firewall keeps VPC networks
-// off the host), and what it offers is no more than the public edge does anyway.
-//
-// On kubernetes the ingress controller sends an on_demand service's hosts to it (through a
-// Service in the VPC's namespace whose endpoint is compute, cluster/kubernetes-edge.ts). No
-// proxy Pier controls stands in front there to set the X-Pier-* headers, so it finds the
-// service by the request's Host in the routing table (`route`) and trusts no header.
+// On docker it listens on the address of Docker's default bridge on the host, which the
+// edge container reaches (the route DNS sends an elastic service's hosts here); tenants'
+// containers do not (the egress firewall keeps VPC networks off the host), and what it
+// offers is no more than the public edge does anyway. On kubernetes the ingress controller
+// sends an on_demand service's hosts to it, through a Service in the VPC's namespace whose
+// endpoint is compute (cluster/kubernetes-edge.ts).
 import http from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
-import { isUuid, type Logger } from '@pier/kit';
+import type { Logger } from '@pier/kit';
+import type { EdgeRoute } from '../domain/edge/edge-port.ts';
 import type { ServiceTraffic } from '../domain/elastic/elastic-port.ts';
-
-export const ACTIVATOR_HEADERS = { service: 'x-pier-service', vpc: 'x-pier-vpc', port: 'x-pier-port', health: 'x-pier-health' } as const;
 
 export interface ReplicaAddress {
   id: string;
@@ -38,11 +35,8 @@ export interface ReplicaAddress {
 export interface ActivatorOptions {
   /** The running replicas of a service (docker.ts's or kubernetes.ts's replicaAddresses). */
   list(serviceId: string, vpcId: string): Promise<ReplicaAddress[]>;
-  /**
-   * Who a request is for by its Host (kubernetes): the routed service it names, or null. Unset
-   * (docker): the X-Pier-* headers the edge set say it.
-   */
-  route?(host: string): ActivatorTarget | null;
+  /** Who a request is for by its Host (lowercase, no port): the elastic service it names, or null. */
+  route(host: string): ActivatorTarget | null;
   /** Wakes a sleeping service (the elastic controller); resolves once its replicas were started, true if it was asleep. */
   wake(serviceId: string): Promise<boolean>;
   /** How long a request may wait for a ready replica (a wake included) before a 503. */
@@ -80,6 +74,17 @@ export interface ActivatorTarget {
   vpcId: string;
   port: number;
   healthPath: string | null;
+}
+
+/** The hosts (lowercase) of the routes that go through the activator, and who each is for: what `route` answers from. */
+export function activatorTargets(routes: EdgeRoute[]): Map<string, ActivatorTarget> {
+  const hosts = new Map<string, ActivatorTarget>();
+  for (const r of routes) {
+    if (!r.activator) continue;
+    const target = { serviceId: r.serviceId, vpcId: r.vpcId, port: r.port, healthPath: r.activator.healthPath };
+    for (const h of [r.serviceHost, ...r.customHosts]) hosts.set(h.toLowerCase(), target);
+  }
+  return hosts;
 }
 
 /** A listing this fresh is used as it is; a waiting request lists again sooner. */
@@ -148,21 +153,9 @@ export class Activator {
   }
 
   private targetOf(req: http.IncomingMessage): ActivatorTarget | null {
-    if (this.opts.route) {
-      // The Host as sent, without a port, case-insensitive (as the ingress matched it).
-      const host = (req.headers.host ?? '').toLowerCase().replace(/:\d+$/, '');
-      return host ? this.opts.route(host) : null;
-    }
-    const h = (name: string) => {
-      const v = req.headers[name];
-      return typeof v === 'string' ? v : undefined;
-    };
-    const serviceId = h(ACTIVATOR_HEADERS.service);
-    const vpcId = h(ACTIVATOR_HEADERS.vpc);
-    const port = Number(h(ACTIVATOR_HEADERS.port));
-    if (!serviceId || !vpcId || !isUuid(serviceId) || !isUuid(vpcId) || !Number.isInteger(port) || port < 1 || port > 65535) return null;
-    const health = h(ACTIVATOR_HEADERS.health);
-    return { serviceId, vpcId, port, healthPath: health && health.startsWith('/') ? health : null };
+    // The Host as sent, without a port, case-insensitive (as the edge matched it).
+    const host = (req.headers.host ?? '').toLowerCase().replace(/:\d+$/, '');
+    return host ? this.opts.route(host) : null;
   }
 
   private stateOf(t: ActivatorTarget): ServiceState {
@@ -396,9 +389,7 @@ export class Activator {
     upstream.once('connect', () => {
       const lines = [`${req.method} ${req.url} HTTP/1.1`];
       const headers = req.rawHeaders;
-      for (let i = 0; i < headers.length; i += 2) {
-        if (!headers[i]!.toLowerCase().startsWith('x-pier-')) lines.push(`${headers[i]}: ${headers[i + 1]}`);
-      }
+      for (let i = 0; i < headers.length; i += 2) lines.push(`${headers[i]}: ${headers[i + 1]}`);
       upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
       if (head.length) upstream.write(head);
       upstream.pipe(socket);
@@ -415,11 +406,11 @@ function hasBody(req: http.IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 }
 
-/** The request's headers without hop-by-hop ones and without the activator's own. */
+/** The request's headers without hop-by-hop ones. */
 function forwardHeaders(req: http.IncomingMessage): http.OutgoingHttpHeaders {
   const out: http.OutgoingHttpHeaders = {};
   for (const [k, v] of Object.entries(req.headers)) {
-    if (v === undefined || HOP_BY_HOP.has(k) || k.startsWith('x-pier-')) continue;
+    if (v === undefined || HOP_BY_HOP.has(k)) continue;
     out[k] = v;
   }
   return out;
