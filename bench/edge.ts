@@ -54,7 +54,11 @@ function sender(
           if (res.statusCode !== 200) fail(`HTTP ${res.statusCode}`);
           resolve(res.statusCode === 200);
         });
-        res.on('error', () => resolve(false));
+        // The answer cut short after its head (the connection ended under it).
+        res.on('error', (err: NodeJS.ErrnoException) => {
+          fail(`answer cut short: ${err.code ?? err.message}`);
+          resolve(false);
+        });
       });
       req.on('error', (err: NodeJS.ErrnoException) => {
         fail(err.code ?? err.message);

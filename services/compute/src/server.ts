@@ -17,6 +17,7 @@ import { createBuilds } from './build-wiring.ts';
 import { computeRoutes, computeUpgrades } from './app.ts';
 import { createEdge } from './edge-wiring.ts';
 import { DockerEdge } from './cluster/docker-edge.ts';
+import { DockerCluster } from './cluster/docker.ts';
 import { createElastic } from './elastic-wiring.ts';
 import { EdgeWorker } from './domain/edge/edge-worker.ts';
 import { ClaimExpiry } from './domain/hostnames/claim-expiry.ts';
@@ -70,6 +71,7 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
       const edge = createEdge(config, db, logger);
       const dockerEdge = edge.port instanceof DockerEdge ? edge.port : null;
       if (dockerEdge) onStop('edge route DNS', () => dockerEdge.close());
+      if (dockerEdge && cluster instanceof DockerCluster) cluster.drainer = (ids) => dockerEdge.drain(ids);
       const ctx: ComputeContext = {
         store,
         cluster,

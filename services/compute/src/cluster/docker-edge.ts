@@ -40,6 +40,9 @@ export interface DockerEdgeOptions {
   logger: Logger;
 }
 
+/** Caddy's refresh of a host's answer (caddy-config.ts), and time for what was sent just before to end. */
+const DRAIN_MS = 750;
+const DRAIN_FORGET_MS = 60_000;
 const VPC_NETWORK_PREFIX = vpcNetwork('');
 const CONFIG_FILE = '/run/pier-edge/config.json';
 /** The ACME account's key, in the edge's volume: it outlives compute and the edge container. */
@@ -66,6 +69,8 @@ export class DockerEdge implements EdgePort {
   private elastic = new Map<string, ActivatorTarget>();
   private readonly replicaNames: DockerReplicaNames;
   private routeDns: { server: RouteDns; host: string; address: string } | null = null;
+  /** Replicas about to stop (container ids): the route DNS no longer names them. */
+  private readonly draining = new Set<string>();
   private readonly challenges = new Map<string, Challenge>();
   /** What the running container last loaded: its id and the configuration's hash. */
   private loaded: { containerId: string; hash: string } | null = null;
@@ -114,8 +119,20 @@ export class DockerEdge implements EdgePort {
     const r = this.hosts.get(name);
     if (!r) return { srv: [UNKNOWN_HOST] };
     if (this.activatorPort !== null && this.elastic.has(name)) return { srv: [{ target: ACTIVATOR_HOST, port: this.activatorPort }] };
-    const replicas = await this.replicaNames.of(r.serviceId, r.vpcId);
+    const replicas = (await this.replicaNames.of(r.serviceId, r.vpcId)).filter((x) => !this.draining.has(x.containerId));
     return { srv: replicas.length ? replicas.map((x) => ({ target: x.name, port: r.port })) : [NO_REPLICA] };
+  }
+
+  /**
+   * Takes replicas out of routing before they stop (docker.ts's drainer): the route DNS stops
+   * naming them at once, Caddy asks again within its refresh, and requests already sent to
+   * them finish meanwhile. Their stop then cuts no request short.
+   */
+  async drain(containerIds: string[]): Promise<void> {
+    for (const id of containerIds) this.draining.add(id);
+    // Removed or stopped by then: the listing no longer has them.
+    setTimeout(() => containerIds.forEach((id) => this.draining.delete(id)), DRAIN_FORGET_MS).unref();
+    await new Promise((r) => setTimeout(r, DRAIN_MS));
   }
 
   /** Starts the route DNS where the edge container reaches it (once); its address. */

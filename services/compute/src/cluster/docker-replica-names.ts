@@ -10,6 +10,7 @@ import type { DockerEngine } from './docker-engine.ts';
 const FRESH_MS = 250;
 
 export interface RunningReplica {
+  containerId: string;
   /** `<container name>.<VPC network>`: the name Docker's DNS would answer too, qualified so no other network's alias can. */
   name: string;
   vpcId: string;
@@ -61,7 +62,7 @@ export class DockerReplicaNames {
           const address = c.NetworkSettings?.Networks?.[network]?.IPAddress;
           if (!serviceId || !vpcId || !container || !address) continue;
           const name = `${container}.${network}`.toLowerCase();
-          (byService.get(serviceId) ?? byService.set(serviceId, []).get(serviceId)!).push({ name, vpcId, address });
+          (byService.get(serviceId) ?? byService.set(serviceId, []).get(serviceId)!).push({ containerId: c.Id, name, vpcId, address });
           byName.set(name, address);
         }
         this.byService = byService;

@@ -71,6 +71,11 @@ export class DockerCluster implements ClusterPort {
   private readonly firewall: EgressFirewall | null;
   private readonly cpu: ReplicaCpu;
   private cpus?: number;
+  /**
+   * Takes replicas out of the edge's routing before they stop (the docker edge's drain, wired
+   * in server.ts); resolves once none gets a new request and those in flight had time to end.
+   */
+  drainer: ((containerIds: string[]) => Promise<void>) | null = null;
 
   constructor(private readonly opts: DockerClusterOptions) {
     this.engine = new DockerEngine(opts.host, opts.timeoutMs ?? 15_000, opts.observe);
@@ -126,10 +131,18 @@ export class DockerCluster implements ClusterPort {
     } else {
       await this.runReplicas(spec, mine, base, spec.replicas ?? spec.config.min_replicas);
     }
-    // The new replicas are up: retire every other deployment's containers.
-    for (const c of existing) {
-      if (c.Labels[LABEL.deployment] !== spec.deploymentId) await this.remove(c.Id);
-    }
+    // The new replicas are up: retire every other deployment's containers, the running
+    // replicas once the edge no longer sends them anything.
+    const retired = existing.filter((c) => c.Labels[LABEL.deployment] !== spec.deploymentId);
+    await this.drain(spec, retired);
+    for (const c of retired) await this.remove(c.Id);
+  }
+
+  /** Only a web service's replicas are routed (by the edge). */
+  private async drain(spec: WorkloadSpec, containers: Docker.ContainerInfo[]): Promise<void> {
+    if (spec.config.service_type !== 'web') return;
+    const serving = containers.filter((c) => c.State === 'running' && c.Labels[LABEL.role] === 'replica').map((c) => c.Id);
+    if (serving.length && this.drainer) await this.drainer(serving);
   }
 
   /**
@@ -172,7 +185,9 @@ export class DockerCluster implements ClusterPort {
       }
     }
     const parked = mine.filter((c) => c.Labels[LABEL.role] === 'replica' && Number(c.Labels[LABEL.replica]) >= replicas && c.State === 'running');
-    // The edge's activator drained them first: stop them with a short grace, and keep them.
+    // Out of the edge's routing first (an elastic service's activator drained them already),
+    // then stopped with a short grace, and kept.
+    await this.drain(spec, parked);
     await Promise.all(
       parked.map((c) =>
         this.call('container stop', () =>
