@@ -4,14 +4,19 @@
 # cluster:
 #   metrics-server   the resource metrics API (metrics.k8s.io) HorizontalPodAutoscalers read
 #   coredns          the cluster DNS (cluster.local): pods resolve Services by name
+#   traefik          the ingress controller: it routes the Ingresses Pier writes (3.6: 3.7
+#                    needs modules the proxy here refuses, its nested dynamic/ext module
+#                    and lego v5's DNS providers' SDKs)
 #
 #   $PIER_KUBE_CACHE/addons-<go version>-<hash of this file>/bin
 # Usage: deploy/kube/build-addons.sh   build what is missing, print the bin directory
-# Env:   PIER_KUBE_CACHE (default ~/.cache/pier/kube), METRICS_SERVER_VERSION, COREDNS_VERSION, GO
+# Env:   PIER_KUBE_CACHE (default ~/.cache/pier/kube), METRICS_SERVER_VERSION, COREDNS_VERSION,
+#        TRAEFIK_VERSION, GO
 set -euo pipefail
 
 METRICS_SERVER_VERSION=${METRICS_SERVER_VERSION:-0.8.0}
 COREDNS_VERSION=${COREDNS_VERSION:-1.15.0}
+TRAEFIK_VERSION=${TRAEFIK_VERSION:-3.6.12}
 GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
 CACHE_ROOT=${PIER_KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pier/kube}
 NICE=(nice -n 19)
@@ -47,10 +52,32 @@ install() {
   log "$3 v$2 built in $(since "$t")s"
 }
 
+# build_in MODULE VERSION PACKAGE NAME: for a module whose go.mod has replace directives,
+# which `go install mod@version` refuses (they apply only to the main module): go build in a
+# copy of the module's source, from the module proxy like the rest.
+build_in() {
+  local t dir src
+  [[ -x $BIN/$4 ]] && return 0
+  t=$(now)
+  dir=$(cd / && "$GO" mod download -json "$1@v$2" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [[ -d $dir ]] || die "go mod download $1@v$2 gave no source (log: $BUILD_LOG)"
+  src=$(mktemp -d)
+  cp -r "$dir/." "$src" && chmod -R u+w "$src"
+  if ! (cd "$src" && "${NICE[@]}" "$GO" build -trimpath -ldflags='-s -w' -o "$BIN/.$4" "./$3" >>"$BUILD_LOG" 2>&1); then
+    rm -rf "$src"
+    tail -n 30 "$BUILD_LOG" >&2
+    die "failed: go build ./$3 in $1@v$2 (whole log: $BUILD_LOG)"
+  fi
+  rm -rf "$src"
+  mv "$BIN/.$4" "$BIN/$4"
+  log "$4 v$2 built in $(since "$t")s"
+}
+
 if [[ ! -f $BIN/.complete ]]; then
   log "building the cluster's add-ons into $BIN (once per key; a few minutes on 2 cores)"
   install sigs.k8s.io/metrics-server/cmd/metrics-server "$METRICS_SERVER_VERSION" metrics-server
   install github.com/coredns/coredns "$COREDNS_VERSION" coredns
+  build_in github.com/traefik/traefik/v3 "$TRAEFIK_VERSION" cmd/traefik traefik
   touch "$BIN/.complete"
   for old in "$CACHE_ROOT"/addons-*; do
     [[ $old == "$CACHE_ROOT/$key" ]] || rm -rf "$old"

@@ -8,7 +8,7 @@
 #
 #   deploy/kube/cluster.sh start [--user PID]  build if needed, start, import the images
 #   deploy/kube/cluster.sh stop  [--user PID]  stop everything and remove all state
-#   deploy/kube/cluster.sh status | env
+#   deploy/kube/cluster.sh status | env   env: the exports to run Pier on it (./pier up)
 #
 # `start` writes $STATE_DIR/kubeconfig (admin) and $STATE_DIR/node: "ready", or why there
 # is no node ("control-plane only: ..."). Without root, cgroups, overlayfs, iptables or
@@ -49,6 +49,9 @@ PROXY_METRICS_PORT=10347
 METRICS_PORT=10343
 COREDNS_HEALTH_PORT=10341
 COREDNS_READY_PORT=10342
+INGRESS_HTTP_PORT=${PIER_KUBE_INGRESS_HTTP_PORT:-10080}
+INGRESS_HTTPS_PORT=${PIER_KUBE_INGRESS_HTTPS_PORT:-10443}
+INGRESS_PING_PORT=10340
 DNS_IP=10.96.0.10
 NODE_NAME=pier-kube-node
 POD_CIDR=10.88.0.0/16
@@ -235,6 +238,7 @@ cmd_start() {
     addons=$("$HERE/build-addons.sh")
     start_coredns "$ip" "$bin" "$addons"
     start_metrics_server "$ip" "$bin" "$addons"
+    start_ingress "$ip" "$bin" "$addons"
     echo ready >"$STATE_DIR/node"
   fi
   log "up in $(since "$started")s; export KUBECONFIG=$STATE_DIR/kubeconfig (kubectl: $bin/kubectl)"
@@ -458,6 +462,42 @@ YAML
   log "metrics-server ready: node metrics served ($(since "$t")s)"
 }
 
+# Traefik (deploy/kube/build-addons.sh) on the host as the ingress controller, watching the
+# API as the admin: every Ingress of the default IngressClass `traefik` (those that name no
+# class too) is served on the host's ports $INGRESS_HTTP_PORT (HTTP) and $INGRESS_HTTPS_PORT
+# (HTTPS, with the Ingress's TLS Secret or Traefik's own self-signed certificate), to the
+# endpoints of its backend Service: pod IPs, which the host reaches on the node's bridge, or
+# a selector-less Service's endpoint (the activator). $STATE_DIR/ingress holds the HTTPS
+# address, as `env` prints it (PIER_KUBE_INGRESS_ADDR).
+start_ingress() {
+  local ip=$1 bin=$2 addons=$3 t
+  t=$(now)
+  mkdir -p "$STATE_DIR/traefik"
+  cat >"$STATE_DIR/traefik/traefik.yaml" <<YAML
+global: {checkNewVersion: false, sendAnonymousUsage: false}
+entryPoints:
+  web: {address: ":$INGRESS_HTTP_PORT"}
+  websecure: {address: ":$INGRESS_HTTPS_PORT", http: {tls: {}}}
+  ping: {address: "127.0.0.1:$INGRESS_PING_PORT"}
+ping: {entryPoint: ping}
+providers:
+  kubernetesIngress: {}
+log: {level: WARN}
+YAML
+  "$bin/kubectl" --kubeconfig "$STATE_DIR/kubeconfig" apply -f - >/dev/null <<YAML
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata:
+  name: traefik
+  annotations: {ingressclass.kubernetes.io/is-default-class: "true"}
+spec: {controller: traefik.io/ingress-controller}
+YAML
+  KUBECONFIG=$STATE_DIR/kubeconfig launch traefik nice -n 5 "$addons/traefik" --configFile="$STATE_DIR/traefik/traefik.yaml"
+  wait_for traefik 60 curl -sf "http://127.0.0.1:$INGRESS_PING_PORT/ping"
+  echo "$ip:$INGRESS_HTTPS_PORT" >"$STATE_DIR/ingress"
+  log "Traefik ready: Ingresses served at http://$ip:$INGRESS_HTTP_PORT and https://$ip:$INGRESS_HTTPS_PORT ($(since "$t")s)"
+}
+
 # ---------------------------------------------------------------- stop
 stop_one() {
   local n=$1 pid i
@@ -491,6 +531,7 @@ cmd_stop() {
   local t bin
   t=$(now)
   bin=$(cat "$STATE_DIR/bin" 2>/dev/null || true)
+  stop_one traefik
   stop_one metrics-server
   stop_one coredns
   stop_one kube-proxy
@@ -556,9 +597,26 @@ pkill_shims() {
 cmd_status() {
   local n
   [[ -f $STATE_DIR/node ]] && echo "node: $(cat "$STATE_DIR/node")"
-  for n in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy coredns metrics-server; do
+  for n in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy coredns metrics-server traefik; do
     if alive "$n"; then printf '%-24s pid %s\n' "$n" "$(cat "$STATE_DIR/pids/$n")"; else printf '%-24s stopped\n' "$n"; fi
   done
+}
+
+# What `./pier up` (and a person) needs to run Pier against this cluster, as exports.
+cmd_env() {
+  [[ -f $STATE_DIR/kubeconfig ]] || die "no cluster: deploy/kube/cluster.sh start"
+  echo "export KUBECONFIG=$STATE_DIR/kubeconfig"
+  echo "export PIER_CLUSTER=kubernetes"
+  echo "export PIER_KUBECONFIG=$STATE_DIR/kubeconfig"
+  if [[ -f $STATE_DIR/ingress ]]; then
+    local addr
+    addr=$(cat "$STATE_DIR/ingress")
+    echo "export PIER_EDGE_INGRESS_CLASS=traefik"
+    # Compute runs on this host: the activator listens on the node's address, which the
+    # ingress controller (on this host too) reaches.
+    echo "export PIER_COMPUTE_ACTIVATOR_ADDRESS=${addr%:*}"
+    echo "export PIER_KUBE_INGRESS_ADDR=$addr"
+  fi
 }
 
 cmd=${1:-}
@@ -574,7 +632,7 @@ case $cmd in
     "cmd_$cmd" "$user"
     ;;
   status) cmd_status ;;
-  env) echo "export KUBECONFIG=$STATE_DIR/kubeconfig" ;;
+  env) cmd_env ;;
   *)
     sed -n '2,25s/^# \{0,1\}//p' "$0"
     exit 2

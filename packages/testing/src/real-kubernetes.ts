@@ -35,6 +35,8 @@ export interface RealKubernetes {
   nodeMissing: string | null;
   /** Throws, naming the reason, unless a node runs pods here. */
   requireNode(): void;
+  /** The ingress controller's HTTPS address (`host:port`, PIER_KUBE_INGRESS_ADDR of `cluster.sh env`); throws when it does not run. */
+  ingressAddress(): { host: string; port: number };
   /** One API request as the cluster admin; the body as JSON unless `contentType` says otherwise. */
   request(method: string, apiPath: string, body?: unknown, contentType?: string): Promise<KubeResponse>;
   /** GET that must answer 200. */
@@ -165,6 +167,13 @@ export function realKubernetes(): RealKubernetes {
     nodeMissing,
     requireNode() {
       if (nodeMissing) throw new Error(`this test needs a Kubernetes node to run pods, and there is none here: ${nodeMissing}`);
+    },
+    ingressAddress() {
+      const file = path.join(path.dirname(kubeconfig), 'ingress');
+      if (!existsSync(file))
+        throw new Error(`this test needs the cluster's ingress controller, and none runs (no ${file}): ${nodeMissing ?? 'see cluster.sh logs'}`);
+      const [host, port] = readFileSync(file, 'utf8').trim().split(':');
+      return { host: host!, port: Number(port) };
     },
     request,
     get,

@@ -1,12 +1,13 @@
 // on_demand services on the REAL single-node Kubernetes (deploy/kube/cluster.sh): compute's
 // activator, bound to the node's address, is where their Ingress points (a Service in the
-// VPC's namespace whose EndpointSlice is the activator). The test cluster has no ingress
-// controller yet, so the test sends what one would: the request, with the service's Host,
-// to the endpoint that Service names. The service sleeps after its idle timeout (its
+// VPC's namespace whose EndpointSlice is the activator), and the cluster's ingress
+// controller (Traefik) routes it: every request here goes to Traefik over HTTPS with the
+// service's host, as a client's would. The service sleeps after its idle timeout (its
 // Deployment at 0, no pod) and the next request wakes it: held while a real pod starts,
-// answered with Server-Timing. The activator trusts no X-Pier-* header here.
+// answered with Server-Timing. No X-Pier-* header picks a service.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import http from 'node:http';
+import type http from 'node:http';
+import https from 'node:https';
 import { vpcNamespace } from '@pier/kit';
 import { adminQuery, realKubernetes, type RealKubernetes } from '@pier/testing';
 import { ACTIVATOR_SERVICE } from '../src/cluster/kubernetes-edge-manifests.ts';
@@ -22,17 +23,28 @@ interface Answer {
   headers: http.IncomingHttpHeaders;
 }
 
-/** What the ingress controller does: the request, as the client sent it, to the activator Service's endpoint. */
+/** A client's request: to the ingress controller over HTTPS, for `host` (SNI and Host). */
 async function viaIngress(host: string, headers: Record<string, string> = {}): Promise<Answer> {
-  const slice = await k.get(`/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices/${ACTIVATOR_SERVICE}`);
-  const address = slice.endpoints[0].addresses[0] as string;
-  const port = slice.ports[0].port as number;
+  const ingress = k.ingressAddress();
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: address, port, path: '/', headers: { ...headers, host }, timeout: 60_000, agent: false }, (res) => {
-      let body = '';
-      res.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
-    });
+    const req = https.request(
+      // Traefik's own certificate (no TLS Secret for this apps domain): not what is checked here.
+      {
+        host: ingress.host,
+        port: ingress.port,
+        servername: host,
+        rejectUnauthorized: false,
+        path: '/',
+        headers: { ...headers, host },
+        timeout: 60_000,
+        agent: false,
+      },
+      (res) => {
+        let body = '';
+        res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
+      },
+    );
     req.on('error', reject);
     req.end();
   });

@@ -1,0 +1,77 @@
+// A web service's url on the REAL single-node Kubernetes (deploy/kube/cluster.sh), through
+// its ingress controller (Traefik, the cluster's default IngressClass): compute writes the
+// Ingress, Traefik routes it to the pod, a client reaches the service over HTTPS by its
+// host; a deleted service's host is no longer routed.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import https from 'node:https';
+import { vpcNamespace } from '@pier/kit';
+import { realKubernetes, type RealKubernetes } from '@pier/testing';
+import { startCompute, until, TINY_HTTP, type Compute } from './support.ts';
+
+let k: RealKubernetes;
+let c: Compute;
+let ns: string;
+
+/** A client's GET: to the ingress controller over HTTPS, for `host` (SNI and Host). */
+function viaIngress(host: string): Promise<{ status: number; body: string }> {
+  const ingress = k.ingressAddress();
+  return new Promise((resolve, reject) => {
+    const req = https.request(
+      // Traefik's own certificate (no TLS Secret for this apps domain): not what is checked here.
+      { host: ingress.host, port: ingress.port, servername: host, rejectUnauthorized: false, path: '/', headers: { host }, timeout: 10_000, agent: false },
+      (res) => {
+        let body = '';
+        res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+beforeAll(async () => {
+  k = realKubernetes();
+  k.requireNode();
+  k.ingressAddress();
+  c = await startCompute({
+    PIER_CLUSTER: 'kubernetes',
+    PIER_KUBECONFIG: k.kubeconfig,
+    PIER_EDGE: 'on',
+    PIER_EDGE_SYNC_INTERVAL_MS: '500',
+    PIER_APPS_DOMAIN: 'apps.kube-ingress.test',
+  });
+  ns = vpcNamespace(c.vpcId);
+}, 60_000);
+
+afterAll(async () => {
+  await c?.stop();
+  if (k && ns) await k.deleteNamespace(ns);
+});
+
+describe('a web service on a real cluster, through its ingress controller', () => {
+  it('answers at its url once running, and not once deleted', async () => {
+    const t = Date.now();
+    const res = await c.post(c.base, { name: 'front', image: TINY_HTTP, port: 8080 });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const host = new URL(res.body.url).hostname;
+    const answered = await until(
+      () => viaIngress(host).catch((err: Error) => ({ status: 0, body: err.message })),
+      (r) => r.status === 200,
+      120_000,
+      250,
+    );
+    expect(answered.body).toContain('hello from pier/tiny-http');
+    console.log(`created → answering through the ingress: ${Date.now() - t} ms`);
+    // Another host under the same domain is routed nowhere.
+    expect((await viaIngress(`nothing.apps.kube-ingress.test`)).status).toBe(404);
+
+    expect((await c.request('DELETE', `${c.base}/${res.body.id}`)).status).toBe(202);
+    await until(
+      () => viaIngress(host),
+      (r) => r.status === 404,
+      60_000,
+      250,
+    );
+  }, 240_000);
+});
