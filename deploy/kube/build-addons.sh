@@ -4,6 +4,7 @@
 # cluster:
 #   metrics-server   the resource metrics API (metrics.k8s.io) HorizontalPodAutoscalers read
 #   coredns          the cluster DNS (cluster.local): pods resolve Services by name
+#   local-path-provisioner  the default StorageClass: a claim gets a directory on the node
 #   traefik          the ingress controller: it routes the Ingresses Pier writes (3.6: 3.7
 #                    needs modules the proxy here refuses, its nested dynamic/ext module
 #                    and lego v5's DNS providers' SDKs)
@@ -11,12 +12,13 @@
 #   $PIER_KUBE_CACHE/addons-<go version>-<hash of this file>/bin
 # Usage: deploy/kube/build-addons.sh   build what is missing, print the bin directory
 # Env:   PIER_KUBE_CACHE (default ~/.cache/pier/kube), METRICS_SERVER_VERSION, COREDNS_VERSION,
-#        TRAEFIK_VERSION, GO
+#        TRAEFIK_VERSION, LOCAL_PATH_VERSION, GO
 set -euo pipefail
 
 METRICS_SERVER_VERSION=${METRICS_SERVER_VERSION:-0.8.0}
 COREDNS_VERSION=${COREDNS_VERSION:-1.15.0}
 TRAEFIK_VERSION=${TRAEFIK_VERSION:-3.6.12}
+LOCAL_PATH_VERSION=${LOCAL_PATH_VERSION:-0.0.30}
 GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
 CACHE_ROOT=${PIER_KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pier/kube}
 NICE=(nice -n 19)
@@ -77,6 +79,7 @@ if [[ ! -f $BIN/.complete ]]; then
   log "building the cluster's add-ons into $BIN (once per key; a few minutes on 2 cores)"
   install sigs.k8s.io/metrics-server/cmd/metrics-server "$METRICS_SERVER_VERSION" metrics-server
   install github.com/coredns/coredns "$COREDNS_VERSION" coredns
+  install github.com/rancher/local-path-provisioner "$LOCAL_PATH_VERSION" local-path-provisioner
   build_in github.com/traefik/traefik/v3 "$TRAEFIK_VERSION" cmd/traefik traefik
   touch "$BIN/.complete"
   for old in "$CACHE_ROOT"/addons-*; do

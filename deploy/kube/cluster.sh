@@ -239,6 +239,7 @@ cmd_start() {
     start_coredns "$ip" "$bin" "$addons"
     start_metrics_server "$ip" "$bin" "$addons"
     start_ingress "$ip" "$bin" "$addons"
+    start_storage "$bin" "$addons"
     echo ready >"$STATE_DIR/node"
   fi
   log "up in $(since "$started")s; export KUBECONFIG=$STATE_DIR/kubeconfig (kubectl: $bin/kubectl)"
@@ -498,6 +499,65 @@ YAML
   log "Traefik ready: Ingresses served at http://$ip:$INGRESS_HTTP_PORT and https://$ip:$INGRESS_HTTPS_PORT ($(since "$t")s)"
 }
 
+# local-path-provisioner (deploy/kube/build-addons.sh) on the host, as the admin, behind the
+# default StorageClass `local-path`: a claim is bound once its pod is scheduled
+# (WaitForFirstConsumer) to a directory under $STATE_DIR/local-path on the node, made and
+# removed by a helper pod (pier/tiny-http's BusyBox: no image is pulled here).
+start_storage() {
+  local bin=$1 addons=$2 t d="$STATE_DIR/local-path"
+  t=$(now)
+  mkdir -p "$d/volumes"
+  cat >"$d/config.json" <<JSON
+{"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": ["$d/volumes"]}]}
+JSON
+  cat >"$d/helperPod.yaml" <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: helper-pod}
+spec:
+  containers:
+    - {name: helper-pod, image: pier/tiny-http:1, imagePullPolicy: IfNotPresent}
+YAML
+  "$bin/kubectl" --kubeconfig "$STATE_DIR/kubeconfig" apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Namespace
+metadata: {name: local-path-storage}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: local-path-provisioner, namespace: local-path-storage}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: local-path-config, namespace: local-path-storage}
+data:
+  setup: |-
+    #!/bin/sh
+    set -eu
+    mkdir -m 0777 -p "\$VOL_DIR"
+  teardown: |-
+    #!/bin/sh
+    set -eu
+    rm -rf "\$VOL_DIR"
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: local-path
+  annotations: {storageclass.kubernetes.io/is-default-class: "true"}
+provisioner: rancher.io/local-path
+volumeBindingMode: WaitForFirstConsumer
+reclaimPolicy: Delete
+YAML
+  launch local-path-provisioner nice -n 5 "$addons/local-path-provisioner" start \
+    --kubeconfig "$STATE_DIR/kubeconfig" --namespace local-path-storage \
+    --service-account-name local-path-provisioner --configmap-name local-path-config \
+    --config "$d/config.json" --helper-pod-file "$d/helperPod.yaml" --helper-image pier/tiny-http:1
+  sleep 1
+  alive local-path-provisioner || { tail -20 "$STATE_DIR/logs/local-path-provisioner.log" >&2; die "local-path-provisioner exited"; }
+  log "local-path-provisioner ready: StorageClass local-path, the default ($(since "$t")s)"
+}
+
 # ---------------------------------------------------------------- stop
 stop_one() {
   local n=$1 pid i
@@ -532,6 +592,7 @@ cmd_stop() {
   t=$(now)
   bin=$(cat "$STATE_DIR/bin" 2>/dev/null || true)
   stop_one traefik
+  stop_one local-path-provisioner
   stop_one metrics-server
   stop_one coredns
   stop_one kube-proxy
@@ -597,7 +658,7 @@ pkill_shims() {
 cmd_status() {
   local n
   [[ -f $STATE_DIR/node ]] && echo "node: $(cat "$STATE_DIR/node")"
-  for n in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy coredns metrics-server traefik; do
+  for n in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy coredns metrics-server traefik local-path-provisioner; do
     if alive "$n"; then printf '%-24s pid %s\n' "$n" "$(cat "$STATE_DIR/pids/$n")"; else printf '%-24s stopped\n' "$n"; fi
   done
 }

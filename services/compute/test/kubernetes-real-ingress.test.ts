@@ -1,7 +1,8 @@
 // A web service's url on the REAL single-node Kubernetes (deploy/kube/cluster.sh), through
 // its ingress controller (Traefik, the cluster's default IngressClass): compute writes the
 // Ingress, Traefik routes it to the pod, a client reaches the service over HTTPS by its
-// host; a deleted service's host is no longer routed.
+// host; a deleted service's host is no longer routed. A service's disk is a real volume of
+// the default StorageClass (local-path-provisioner): what it wrote is there after a restart.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import https from 'node:https';
 import { vpcNamespace } from '@pier/kit';
@@ -74,4 +75,36 @@ describe('a web service on a real cluster, through its ingress controller', () =
       250,
     );
   }, 240_000);
+
+  it("keeps what a service wrote on its disk across a restart (a bound volume of the cluster's default StorageClass)", async () => {
+    // Each start appends a line to /data/index.html, which it serves.
+    const res = await c.post(c.base, {
+      name: 'notes',
+      image: TINY_HTTP,
+      port: 8080,
+      disk_size_gb: 1,
+      disk_mount_path: '/data',
+      command: ['/bin/busybox', 'sh', '-c', 'echo "boot $(date +%s)" >> /data/index.html; exec /bin/busybox httpd -f -p 8080 -h /data'],
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const host = new URL(res.body.url).hostname;
+    const first = await until(
+      () => viaIngress(host).catch((err: Error) => ({ status: 0, body: err.message })),
+      (r) => r.status === 200,
+      120_000,
+      250,
+    );
+    expect(first.body.match(/^boot /gm)).toHaveLength(1);
+    const claims = await k.list(`/api/v1/namespaces/${ns}/persistentvolumeclaims`);
+    expect(claims.map((p) => [p.status.phase, p.spec.storageClassName])).toEqual([['Bound', 'local-path']]);
+
+    expect((await c.post(`${c.base}/${res.body.id}/restart`)).status).toBe(202);
+    const again = await until(
+      () => viaIngress(host).catch((err: Error) => ({ status: 0, body: err.message })),
+      (r) => r.status === 200 && (r.body.match(/^boot /gm)?.length ?? 0) === 2,
+      120_000,
+      250,
+    );
+    expect(again.body.startsWith(first.body)).toBe(true);
+  }, 300_000);
 });
