@@ -103,6 +103,10 @@ describe('kubernetes adapter on a real cluster', () => {
     expect(typo.status).toBe(500);
     expect(typo.body.message).toMatch(/\.spec\.replicaz: field not declared in schema/);
     expect(kubernetesError({ code: typo.status, body: JSON.stringify(typo.body) }, 'apply Deployment/typo')).toBeInstanceOf(WorkloadRejectedError);
+    // Its pods (the disk worker's too, now that the default StorageClass binds its claim) would
+    // hold the node's CPU while the other files run: gone as soon as they were checked.
+    await k.deleteNamespace(objectsNs);
+    namespaces.delete(objectsNs);
   });
 
   it('admits every kind of service pod under the Pod Security Standard restricted it enforces, and refuses a root pod', async () => {
@@ -134,6 +138,8 @@ describe('kubernetes adapter on a real cluster', () => {
     const root = await dryRunPod('as-root', { ...web.spec.template.spec, securityContext: { ...web.spec.template.spec.securityContext, runAsUser: 0 } });
     expect(root.status).toBe(403);
     expect(root.body.message).toMatch(/violates PodSecurity "restricted/);
+    await k.deleteNamespace(securedNs);
+    namespaces.delete(securedNs);
   });
 
   it('runs a web service as real pods of pier/tiny-http:1: ready through one pod list per VPC, answering HTTP', async () => {
