@@ -37,6 +37,8 @@ export interface RealKubernetes {
   requireNode(): void;
   /** The ingress controller's HTTPS address (`host:port`, PIER_KUBE_INGRESS_ADDR of `cluster.sh env`); throws when it does not run. */
   ingressAddress(): { host: string; port: number };
+  /** A client's GET of `/`: to the ingress controller over HTTPS, for `host` (SNI and Host); its certificate is not checked. */
+  viaIngress(host: string, headers?: Record<string, string>, timeoutMs?: number): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }>;
   /** One API request as the cluster admin; the body as JSON unless `contentType` says otherwise. */
   request(method: string, apiPath: string, body?: unknown, contentType?: string): Promise<KubeResponse>;
   /** GET that must answer 200. */
@@ -174,6 +176,30 @@ export function realKubernetes(): RealKubernetes {
         throw new Error(`this test needs the cluster's ingress controller, and none runs (no ${file}): ${nodeMissing ?? 'see cluster.sh logs'}`);
       const [host, port] = readFileSync(file, 'utf8').trim().split(':');
       return { host: host!, port: Number(port) };
+    },
+    viaIngress(host, headers = {}, timeoutMs = 10_000) {
+      const ingress = this.ingressAddress();
+      return new Promise((resolve, reject) => {
+        const req = https.request(
+          {
+            host: ingress.host,
+            port: ingress.port,
+            servername: host,
+            rejectUnauthorized: false,
+            path: '/',
+            headers: { ...headers, host },
+            timeout: timeoutMs,
+            agent: false,
+          },
+          (res) => {
+            let body = '';
+            res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
+          },
+        );
+        req.on('error', reject);
+        req.end();
+      });
     },
     request,
     get,

@@ -7,7 +7,6 @@
 // answered with Server-Timing. No X-Pier-* header picks a service.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type http from 'node:http';
-import https from 'node:https';
 import { vpcNamespace } from '@pier/kit';
 import { adminQuery, realKubernetes, type RealKubernetes } from '@pier/testing';
 import { ACTIVATOR_SERVICE } from '../src/cluster/kubernetes-edge-manifests.ts';
@@ -23,32 +22,8 @@ interface Answer {
   headers: http.IncomingHttpHeaders;
 }
 
-/** A client's request: to the ingress controller over HTTPS, for `host` (SNI and Host). */
-async function viaIngress(host: string, headers: Record<string, string> = {}): Promise<Answer> {
-  const ingress = k.ingressAddress();
-  return new Promise((resolve, reject) => {
-    const req = https.request(
-      // Traefik's own certificate (no TLS Secret for this apps domain): not what is checked here.
-      {
-        host: ingress.host,
-        port: ingress.port,
-        servername: host,
-        rejectUnauthorized: false,
-        path: '/',
-        headers: { ...headers, host },
-        timeout: 60_000,
-        agent: false,
-      },
-      (res) => {
-        let body = '';
-        res.on('data', (chunk: Buffer) => (body += chunk.toString()));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
-}
+/** A client's request through the ingress controller (Traefik's own certificate is not what is checked here). */
+const viaIngress = (host: string, headers: Record<string, string> = {}): Promise<Answer> => k.viaIngress(host, headers, 60_000);
 
 async function service(id: string): Promise<{ status: string; replicas: { desired: number; ready: number }; url: string }> {
   return (await c.get(`${c.base}/${id}`)).body;

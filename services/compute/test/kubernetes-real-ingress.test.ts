@@ -4,7 +4,6 @@
 // host; a deleted service's host is no longer routed. A service's disk is a real volume of
 // the default StorageClass (local-path-provisioner): what it wrote is there after a restart.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import https from 'node:https';
 import { vpcNamespace } from '@pier/kit';
 import { realKubernetes, type RealKubernetes } from '@pier/testing';
 import { startCompute, until, TINY_HTTP, type Compute } from './support.ts';
@@ -13,23 +12,8 @@ let k: RealKubernetes;
 let c: Compute;
 let ns: string;
 
-/** A client's GET: to the ingress controller over HTTPS, for `host` (SNI and Host). */
-function viaIngress(host: string): Promise<{ status: number; body: string }> {
-  const ingress = k.ingressAddress();
-  return new Promise((resolve, reject) => {
-    const req = https.request(
-      // Traefik's own certificate (no TLS Secret for this apps domain): not what is checked here.
-      { host: ingress.host, port: ingress.port, servername: host, rejectUnauthorized: false, path: '/', headers: { host }, timeout: 10_000, agent: false },
-      (res) => {
-        let body = '';
-        res.on('data', (chunk: Buffer) => (body += chunk.toString()));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
-}
+/** Traefik's own certificate (no TLS Secret for this apps domain) is not what is checked here. */
+const viaIngress = (host: string) => k.viaIngress(host);
 
 beforeAll(async () => {
   k = realKubernetes();
