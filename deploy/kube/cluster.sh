@@ -3,7 +3,9 @@
 # etcd, kube-apiserver, kube-controller-manager and kube-scheduler (the control plane) and,
 # where it can run, one node (Debian's containerd + runc + CNI plugins, the kubelet, and
 # kube-proxy for Services' ClusterIPs) whose containerd holds Pier's locally built images,
-# CoreDNS as cluster DNS, and metrics-server, so HorizontalPodAutoscalers act. The binaries come from
+# CoreDNS as cluster DNS, metrics-server (HorizontalPodAutoscalers act), Traefik as ingress
+# controller, local-path-provisioner (the default StorageClass) and cert-manager with an
+# ACME server and a DNS server of its own (custom domains' certificates). The binaries come from
 # deploy/kube/build.sh and build-addons.sh (built once into a cache outside the checkout).
 #
 #   deploy/kube/cluster.sh start [--user PID]  build if needed, start, import the images
@@ -49,7 +51,7 @@ PROXY_METRICS_PORT=10347
 METRICS_PORT=10343
 COREDNS_HEALTH_PORT=10341
 COREDNS_READY_PORT=10342
-INGRESS_HTTP_PORT=${PIER_KUBE_INGRESS_HTTP_PORT:-10080}
+INGRESS_HTTP_PORT=${PIER_KUBE_INGRESS_HTTP_PORT:-80}
 INGRESS_HTTPS_PORT=${PIER_KUBE_INGRESS_HTTPS_PORT:-10443}
 INGRESS_PING_PORT=10340
 DNS_IP=10.96.0.10
@@ -58,6 +60,9 @@ POD_CIDR=10.88.0.0/16
 SERVICE_CIDR=10.96.0.0/16
 CNI_BIN_DIR=/usr/lib/cni
 BRIDGE=pier-kube0
+DNS_CONTAINER=pier-kube-dns
+ACME_CONTAINER=pier-kube-acme
+CERT_ZONES=${PIER_KUBE_DNS_ZONES:-example.test}
 PAUSE_IMAGE=docker.io/pier/kube-pause:local
 
 log() { printf '[kube %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -81,6 +86,17 @@ launch() { # name cmd...
   # 9>&-: the daemons must not hold the start/stop lock (fd 9) for their whole life.
   setsid nohup "$@" >"$STATE_DIR/logs/$n.log" 2>&1 </dev/null 9>&- &
   echo $! >"$STATE_DIR/pids/$n"
+}
+
+# wait_until WHAT TIMEOUT_S CMD...: for what is not a process of ours (a container, say).
+wait_until() {
+  local what=$1 to=$2 i
+  shift 2
+  for ((i = 0; i < to * 5; i++)); do
+    "$@" >/dev/null 2>&1 && return 0
+    sleep 0.2
+  done
+  die "$what did not come up within ${to}s"
 }
 
 wait_for() { # name timeout_s cmd...
@@ -240,6 +256,7 @@ cmd_start() {
     start_metrics_server "$ip" "$bin" "$addons"
     start_ingress "$ip" "$bin" "$addons"
     start_storage "$bin" "$addons"
+    start_certificates "$ip" "$bin" "$addons"
     echo ready >"$STATE_DIR/node"
   fi
   log "up in $(since "$started")s; export KUBECONFIG=$STATE_DIR/kubeconfig (kubectl: $bin/kubectl)"
@@ -247,13 +264,13 @@ cmd_start() {
 
 # mkimage OUT.tar REPO:TAG ROOTFS ENTRYPOINT_JSON: a one-layer docker-archive, without docker
 mkimage() {
-  local out=$1 tag=$2 rootfs=$3 ep=$4 w lsha csha
+  local out=$1 tag=$2 rootfs=$3 ep=$4 user=${5:-} w lsha csha
   w=$(mktemp -d)
   tar --numeric-owner --owner=0 --group=0 --sort=name --mtime=2020-01-01 -C "$rootfs" -cf "$w/layer.tar" .
   lsha=$(sha256sum "$w/layer.tar" | cut -d' ' -f1)
   mkdir "$w/$lsha"
   mv "$w/layer.tar" "$w/$lsha/layer.tar"
-  printf '{"architecture":"amd64","os":"linux","created":"2020-01-01T00:00:00Z","config":{"Entrypoint":%s,"WorkingDir":"/"},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' "$ep" "$lsha" >"$w/config.json"
+  printf '{"architecture":"amd64","os":"linux","created":"2020-01-01T00:00:00Z","config":{"Entrypoint":%s,"User":"%s","WorkingDir":"/"},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' "$ep" "$user" "$lsha" >"$w/config.json"
   csha=$(sha256sum "$w/config.json" | cut -d' ' -f1)
   mv "$w/config.json" "$w/$csha.json"
   printf '[{"Config":"%s.json","RepoTags":["%s"],"Layers":["%s/layer.tar"]}]' "$csha" "$tag" "$lsha" >"$w/manifest.json"
@@ -477,7 +494,7 @@ start_ingress() {
   cat >"$STATE_DIR/traefik/traefik.yaml" <<YAML
 global: {checkNewVersion: false, sendAnonymousUsage: false}
 entryPoints:
-  web: {address: ":$INGRESS_HTTP_PORT"}
+  web: {address: "$ip:$INGRESS_HTTP_PORT"}
   websecure: {address: ":$INGRESS_HTTPS_PORT", http: {tls: {}}}
   ping: {address: "127.0.0.1:$INGRESS_PING_PORT"}
 ping: {entryPoint: ping}
@@ -558,6 +575,62 @@ YAML
   log "local-path-provisioner ready: StorageClass local-path, the default ($(since "$t")s)"
 }
 
+# Custom domains' certificates: cert-manager (build-addons.sh) on the host as the admin, and
+# the ClusterIssuer `pier-acme` of an ACME server of the cluster's own, Pebble
+# (pier/acme-test), which resolves names through a DNS server people and tests change with
+# dynamic updates (BIND, pier/dns-test: zones $CERT_ZONES). Both are containers on Docker's
+# default bridge. HTTP-01 is answered by cert-manager's solver pods (pier/acmesolver, made
+# here from the add-on's binary) behind the Ingress cert-manager writes for Traefik, which
+# serves port 80 on the node's address: where Pebble connects (its A record points there)
+# and where cert-manager's own self-check, through the same DNS server, connects too.
+start_certificates() {
+  local ip=$1 bin=$2 addons=$3 t img dns_ip acme_ip pem k
+  k=("$bin/kubectl" --kubeconfig "$STATE_DIR/kubeconfig")
+  for img in pier/dns-test:1 pier/acme-test:1; do
+    docker image inspect "$img" >/dev/null 2>&1 || { log "image $img is not built (deploy/images/build.sh): no cert-manager"; return 0; }
+  done
+  t=$(now)
+  docker rm -f "$DNS_CONTAINER" "$ACME_CONTAINER" >/dev/null 2>&1 || true
+  docker run -d --name "$DNS_CONTAINER" --label pier.kube=dns -e "ZONES=$CERT_ZONES" pier/dns-test:1 >/dev/null
+  dns_ip=$(docker inspect -f '{{.NetworkSettings.IPAddress}}' "$DNS_CONTAINER")
+  docker run -d --name "$ACME_CONTAINER" --label pier.kube=acme -e "PEBBLE_DNS=$dns_ip:53" -e "PEBBLE_HTTP_PORT=$INGRESS_HTTP_PORT" pier/acme-test:1 >/dev/null
+  acme_ip=$(docker inspect -f '{{.NetworkSettings.IPAddress}}' "$ACME_CONTAINER")
+  wait_until Pebble 60 docker exec "$ACME_CONTAINER" test -s /etc/pebble/listener.pem
+  pem=$(docker exec "$ACME_CONTAINER" cat /etc/pebble/listener.pem)
+  echo "$pem" >"$STATE_DIR/acme-ca.pem"
+  wait_until Pebble 60 curl -sf --cacert "$STATE_DIR/acme-ca.pem" "https://$acme_ip:14000/dir" -o /dev/null
+
+  local r
+  r=$(mktemp -d)
+  cp "$addons/acmesolver" "$r/acmesolver"
+  mkimage "$STATE_DIR/acmesolver.tar" pier/acmesolver:1 "$r" '["/acmesolver"]' 65534
+  rm -rf "$r"
+  ctr -a "$STATE_DIR/containerd/containerd.sock" -n k8s.io images import "$STATE_DIR/acmesolver.tar" >/dev/null
+
+  # Server-side: the CRDs are too large for client-side apply's annotation.
+  "${k[@]}" apply --server-side --force-conflicts -f "$addons/cert-manager-crds/" >/dev/null
+  "${k[@]}" wait --for=condition=Established crd/clusterissuers.cert-manager.io crd/certificates.cert-manager.io --timeout=60s >/dev/null
+  "${k[@]}" create namespace cert-manager --dry-run=client -o yaml | "${k[@]}" apply -f - >/dev/null
+  launch cert-manager nice -n 5 "$addons/cert-manager-controller" --kubeconfig="$STATE_DIR/kubeconfig" \
+    --cluster-resource-namespace=cert-manager --acme-http01-solver-image=pier/acmesolver:1 \
+    --acme-http01-solver-nameservers="$dns_ip:53" --v=1
+  "${k[@]}" apply -f - >/dev/null <<YAML
+apiVersion: cert-manager.io/v1
+kind: ClusterIssuer
+metadata: {name: pier-acme}
+spec:
+  acme:
+    server: https://$acme_ip:14000/dir
+    caBundle: $(echo "$pem" | base64 -w0)
+    privateKeySecretRef: {name: pier-acme-account}
+    solvers:
+      - http01: {ingress: {ingressClassName: traefik}}
+YAML
+  "${k[@]}" wait --for=condition=Ready clusterissuer/pier-acme --timeout=60s >/dev/null
+  echo "$dns_ip:53" >"$STATE_DIR/dns"
+  log "cert-manager ready: ClusterIssuer pier-acme (Pebble at https://$acme_ip:14000/dir), DNS at $dns_ip:53 for $CERT_ZONES ($(since "$t")s)"
+}
+
 # ---------------------------------------------------------------- stop
 stop_one() {
   local n=$1 pid i
@@ -591,6 +664,8 @@ cmd_stop() {
   local t bin
   t=$(now)
   bin=$(cat "$STATE_DIR/bin" 2>/dev/null || true)
+  stop_one cert-manager
+  docker rm -f "$DNS_CONTAINER" "$ACME_CONTAINER" >/dev/null 2>&1 || true
   stop_one traefik
   stop_one local-path-provisioner
   stop_one metrics-server
@@ -658,7 +733,7 @@ pkill_shims() {
 cmd_status() {
   local n
   [[ -f $STATE_DIR/node ]] && echo "node: $(cat "$STATE_DIR/node")"
-  for n in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy coredns metrics-server traefik local-path-provisioner; do
+  for n in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy coredns metrics-server traefik local-path-provisioner cert-manager; do
     if alive "$n"; then printf '%-24s pid %s\n' "$n" "$(cat "$STATE_DIR/pids/$n")"; else printf '%-24s stopped\n' "$n"; fi
   done
 }
@@ -677,6 +752,13 @@ cmd_env() {
     # ingress controller (on this host too) reaches.
     echo "export PIER_COMPUTE_ACTIVATOR_ADDRESS=${addr%:*}"
     echo "export PIER_KUBE_INGRESS_ADDR=$addr"
+  fi
+  if [[ -f $STATE_DIR/dns ]]; then
+    # Custom domains: verified against the cluster's DNS server, certified by cert-manager
+    # through its ClusterIssuer; an A record may point at the node's address.
+    echo "export PIER_DNS_RESOLVERS=$(cat "$STATE_DIR/dns")"
+    echo "export PIER_EDGE_CLUSTER_ISSUER=pier-acme"
+    echo "export PIER_EDGE_ADDRESSES=$(node_ip)"
   fi
 }
 

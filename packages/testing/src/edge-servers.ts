@@ -53,6 +53,16 @@ export async function startAuthoritativeDns(zones: string[]): Promise<Authoritat
   const resolver = new dns.Resolver({ timeout: 500, tries: 1 });
   resolver.setServers([ip]);
   await until('the DNS server', async () => (await resolver.resolve4(`ns.${zones[0]}`)).length > 0);
+  return authoritativeDns(container, ip, () => container.remove({ force: true, v: true }));
+}
+
+/** The DNS server of a pier/dns-test container that runs already (the real test cluster's): stop() leaves it running. */
+export async function attachAuthoritativeDns(name: string): Promise<AuthoritativeDns> {
+  const container = docker.getContainer(name);
+  return authoritativeDns(container, (await container.inspect()).NetworkSettings.IPAddress, async () => undefined);
+}
+
+function authoritativeDns(container: Docker.Container, ip: string, stop: () => Promise<unknown>): AuthoritativeDns {
   return {
     ip,
     address: `${ip}:53`,
@@ -62,7 +72,9 @@ export async function startAuthoritativeDns(zones: string[]): Promise<Authoritat
       const { code, output } = await run(container, ['sh', '-c', 'printf "%s\\n" "$@" | pier-dns-update', 'sh', ...lines]);
       if (code !== 0) throw new Error(`DNS update of ${name} ${type} failed: ${output}`);
     },
-    stop: () => container.remove({ force: true, v: true }),
+    stop: async () => {
+      await stop();
+    },
   };
 }
 
@@ -100,6 +112,16 @@ export async function startAcmeServer(dnsAddress: string, opts: { httpPort?: num
     `PEBBLE_HTTP_PORT=${opts.httpPort ?? 80}`,
     `PEBBLE_BLOCKLIST=${(opts.blocked ?? []).join(' ')}`,
   ]);
+  return acmeServer(container, ip, () => container.remove({ force: true, v: true }));
+}
+
+/** The ACME server of a pier/acme-test container that runs already (the real test cluster's): stop() leaves it running. */
+export async function attachAcmeServer(name: string): Promise<AcmeTestServer> {
+  const container = docker.getContainer(name);
+  return acmeServer(container, (await container.inspect()).NetworkSettings.IPAddress, async () => undefined);
+}
+
+async function acmeServer(container: Docker.Container, ip: string, stop: () => Promise<unknown>): Promise<AcmeTestServer> {
   let listenerCaPem = '';
   await until('the ACME server', async () => {
     const cat = await run(container, ['cat', '/etc/pebble/listener.pem']);
@@ -116,7 +138,9 @@ export async function startAcmeServer(dnsAddress: string, opts: { httpPort?: num
       if (status !== 200) throw new Error(`Pebble's root: HTTP ${status}`);
       return body;
     },
-    stop: () => container.remove({ force: true, v: true }),
+    stop: async () => {
+      await stop();
+    },
   };
 }
 

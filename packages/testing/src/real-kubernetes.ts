@@ -16,6 +16,7 @@ import path from 'node:path';
 import yaml from 'js-yaml';
 import { CRDS_DIR } from './kubernetes-kinds.ts';
 import { freePort } from './harness.ts';
+import { attachAcmeServer, attachAuthoritativeDns, type AcmeTestServer, type AuthoritativeDns } from './edge-servers.ts';
 
 type Obj = Record<string, any>;
 
@@ -39,6 +40,11 @@ export interface RealKubernetes {
   ingressAddress(): { host: string; port: number };
   /** A client's GET of `/`: to the ingress controller over HTTPS, for `host` (SNI and Host); its certificate is not checked. */
   viaIngress(host: string, headers?: Record<string, string>, timeoutMs?: number): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }>;
+  /**
+   * The cluster's DNS server (zone example.test: PIER_DNS_RESOLVERS of `cluster.sh env`) and
+   * the ACME server behind cert-manager's ClusterIssuer `pier-acme`; throws when they do not run.
+   */
+  certificates(): Promise<{ dns: AuthoritativeDns; acme: AcmeTestServer }>;
   /** One API request as the cluster admin; the body as JSON unless `contentType` says otherwise. */
   request(method: string, apiPath: string, body?: unknown, contentType?: string): Promise<KubeResponse>;
   /** GET that must answer 200. */
@@ -176,6 +182,11 @@ export function realKubernetes(): RealKubernetes {
         throw new Error(`this test needs the cluster's ingress controller, and none runs (no ${file}): ${nodeMissing ?? 'see cluster.sh logs'}`);
       const [host, port] = readFileSync(file, 'utf8').trim().split(':');
       return { host: host!, port: Number(port) };
+    },
+    async certificates() {
+      if (!existsSync(path.join(path.dirname(kubeconfig), 'dns')))
+        throw new Error(`this test needs the cluster's cert-manager, DNS and ACME servers, and none runs: ${nodeMissing ?? 'see cluster.sh logs'}`);
+      return { dns: await attachAuthoritativeDns('pier-kube-dns'), acme: await attachAcmeServer('pier-kube-acme') };
     },
     viaIngress(host, headers = {}, timeoutMs = 10_000) {
       const ingress = this.ingressAddress();
