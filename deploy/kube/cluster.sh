@@ -5,7 +5,8 @@
 # kube-proxy for Services' ClusterIPs) whose containerd holds Pier's locally built images,
 # CoreDNS as cluster DNS, metrics-server (HorizontalPodAutoscalers act), Traefik as ingress
 # controller, local-path-provisioner (the default StorageClass) and cert-manager with an
-# ACME server and a DNS server of its own (custom domains' certificates). The binaries come from
+# ACME server and a DNS server of its own (custom domains' certificates), and a registry for
+# builds. The binaries come from
 # deploy/kube/build.sh and build-addons.sh (built once into a cache outside the checkout).
 #
 #   deploy/kube/cluster.sh start [--user PID]  build if needed, start, import the images
@@ -24,8 +25,8 @@
 #
 # Env: PIER_KUBE_NODE=off (the control plane only, as where no node can run),
 # PIER_KUBE_STATE (default /tmp/pier-kube), PIER_KUBE_IMAGES (docker images loaded
-# into the node; default "pier/tiny-http:1 pier/exits:1 pier/image-push:1 pier/platform:1
-# pier/postgres:15 pier/nats:2", image-push for build Jobs' push step, the last three for
+# into the node; default "pier/tiny-http:1 pier/exits:1 pier/image-push:1 pier/buildkit:1
+# pier/platform:1 pier/postgres:15 pier/nats:2", buildkit and image-push for build Jobs, the last three for
 # deploy/helm/pier; one not built is left out, saying so),
 # PIER_KUBE_APISERVER_PORT (16443).
 #
@@ -37,7 +38,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
 STATE_DIR=${PIER_KUBE_STATE:-/tmp/pier-kube}
-IMAGES=${PIER_KUBE_IMAGES:-pier/tiny-http:1 pier/exits:1 pier/image-push:1 pier/platform:1 pier/postgres:15 pier/nats:2}
+IMAGES=${PIER_KUBE_IMAGES:-pier/tiny-http:1 pier/exits:1 pier/image-push:1 pier/buildkit:1 pier/platform:1 pier/postgres:15 pier/nats:2}
 APISERVER_PORT=${PIER_KUBE_APISERVER_PORT:-16443}
 ETCD_PORT=23790
 ETCD_PEER_PORT=23800
@@ -62,6 +63,8 @@ CNI_BIN_DIR=/usr/lib/cni
 BRIDGE=pier-kube0
 DNS_CONTAINER=pier-kube-dns
 ACME_CONTAINER=pier-kube-acme
+REGISTRY_CONTAINER=pier-kube-registry
+BUILD_NAMESPACE=pier-builds
 CERT_ZONES=${PIER_KUBE_DNS_ZONES:-example.test}
 PAUSE_IMAGE=docker.io/pier/kube-pause:local
 
@@ -257,6 +260,7 @@ cmd_start() {
     start_ingress "$ip" "$bin" "$addons"
     start_storage "$bin" "$addons"
     start_certificates "$ip" "$bin" "$addons"
+    start_registry "$bin"
     echo ready >"$STATE_DIR/node"
   fi
   log "up in $(since "$started")s; export KUBECONFIG=$STATE_DIR/kubeconfig (kubectl: $bin/kubectl)"
@@ -304,6 +308,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "$c/certs.d"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "$CNI_BIN_DIR"
     conf_dir = "$STATE_DIR/cni/net.d"
@@ -631,6 +637,52 @@ YAML
   log "cert-manager ready: ClusterIssuer pier-acme (Pebble at https://$acme_ip:14000/dir), DNS at $dns_ip:53 for $CERT_ZONES ($(since "$t")s)"
 }
 
+# The registry build Jobs push to and the node pulls from: Debian's docker-registry
+# (pier/registry-test, anonymous: a test cluster's) on HTTPS at <container address>:5000
+# with a certificate made at its start. containerd trusts that CA (certs.d/<host>/hosts.toml,
+# read at each pull), build Jobs through the ConfigMap pier-registry-ca of the build
+# namespace (PIER_BUILD_REGISTRY_CA). pier/tiny-http:1 is pushed to it as a base image a
+# Dockerfile can start FROM (<registry>/pier/tiny-http:1), with skopeo (pier/image-push).
+# Rootless BuildKit's newuidmap needs CAP_SYS_ADMIN in its bounding set on some kernels (this
+# VM's 6.18 among them): tried here once in a container, and `env` says what to add.
+start_registry() {
+  local bin=$1 t img reg k
+  k=("$bin/kubectl" --kubeconfig "$STATE_DIR/kubeconfig")
+  for img in pier/registry-test:1 pier/image-push:1 pier/buildkit:1 pier/tiny-http:1; do
+    docker image inspect "$img" >/dev/null 2>&1 || { log "image $img is not built (deploy/images/build.sh): no registry for builds"; return 0; }
+  done
+  t=$(now)
+  docker rm -f "$REGISTRY_CONTAINER" >/dev/null 2>&1 || true
+  docker run -d --name "$REGISTRY_CONTAINER" --label pier.kube=registry -e REGISTRY_ANONYMOUS=1 pier/registry-test:1 >/dev/null
+  reg="$(docker inspect -f '{{.NetworkSettings.IPAddress}}' "$REGISTRY_CONTAINER"):5000"
+  wait_until registry 30 docker exec "$REGISTRY_CONTAINER" test -s /certs/cert.pem
+  docker exec "$REGISTRY_CONTAINER" cat /certs/cert.pem >"$STATE_DIR/registry-ca.pem"
+  wait_until registry 30 curl -sf --cacert "$STATE_DIR/registry-ca.pem" "https://$reg/v2/"
+  mkdir -p "$STATE_DIR/containerd/certs.d/$reg"
+  cat >"$STATE_DIR/containerd/certs.d/$reg/hosts.toml" <<TOML
+server = "https://$reg"
+[host."https://$reg"]
+  capabilities = ["pull", "resolve"]
+  ca = "$STATE_DIR/registry-ca.pem"
+TOML
+  docker save pier/tiny-http:1 -o "$STATE_DIR/tiny-http.tar"
+  chmod 0644 "$STATE_DIR/tiny-http.tar"
+  docker run --rm -v "$STATE_DIR/tiny-http.tar:/image.tar:ro" -v "$STATE_DIR/registry-ca.pem:/certs/ca.crt:ro" \
+    pier/image-push:1 skopeo copy --quiet --dest-cert-dir /certs docker-archive:/image.tar "docker://$reg/pier/tiny-http:1" >/dev/null
+  rm -f "$STATE_DIR/tiny-http.tar"
+  "${k[@]}" create namespace "$BUILD_NAMESPACE" --dry-run=client -o yaml | "${k[@]}" apply -f - >/dev/null
+  "${k[@]}" -n "$BUILD_NAMESPACE" create configmap pier-registry-ca --from-file=ca.crt="$STATE_DIR/registry-ca.pem" \
+    --dry-run=client -o yaml | "${k[@]}" apply -f - >/dev/null
+  if docker run --rm --security-opt seccomp=unconfined --security-opt apparmor=unconfined pier/buildkit:1 \
+    sh -c 'unshare -U sleep 3 & sleep 0.5; newuidmap $! 0 1000 1 1 100000 65536' >/dev/null 2>&1; then
+    echo "" >"$STATE_DIR/buildkit-capabilities"
+  else
+    echo SYS_ADMIN >"$STATE_DIR/buildkit-capabilities"
+  fi
+  echo "$reg" >"$STATE_DIR/registry"
+  log "registry ready at https://$reg (pier/tiny-http:1 pushed; BuildKit's added capabilities: $(cat "$STATE_DIR/buildkit-capabilities")) ($(since "$t")s)"
+}
+
 # ---------------------------------------------------------------- stop
 stop_one() {
   local n=$1 pid i
@@ -665,7 +717,7 @@ cmd_stop() {
   t=$(now)
   bin=$(cat "$STATE_DIR/bin" 2>/dev/null || true)
   stop_one cert-manager
-  docker rm -f "$DNS_CONTAINER" "$ACME_CONTAINER" >/dev/null 2>&1 || true
+  docker rm -f "$DNS_CONTAINER" "$ACME_CONTAINER" "$REGISTRY_CONTAINER" >/dev/null 2>&1 || true
   stop_one traefik
   stop_one local-path-provisioner
   stop_one metrics-server
@@ -759,6 +811,14 @@ cmd_env() {
     echo "export PIER_DNS_RESOLVERS=$(cat "$STATE_DIR/dns")"
     echo "export PIER_EDGE_CLUSTER_ISSUER=pier-acme"
     echo "export PIER_EDGE_ADDRESSES=$(node_ip)"
+  fi
+  if [[ -f $STATE_DIR/registry ]]; then
+    # Builds: Jobs of pier/buildkit push to the cluster's registry, trusted through its CA.
+    echo "export PIER_BUILD_REGISTRY=$(cat "$STATE_DIR/registry")/$BUILD_NAMESPACE"
+    echo "export PIER_BUILD_NAMESPACE=$BUILD_NAMESPACE"
+    echo "export PIER_BUILD_REGISTRY_CA=pier-registry-ca"
+    echo "export PIER_BUILDKIT_IMAGE=pier/buildkit:1"
+    echo "export PIER_BUILDKIT_ADD_CAPABILITIES=$(cat "$STATE_DIR/buildkit-capabilities")"
   fi
 }
 

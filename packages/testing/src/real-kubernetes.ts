@@ -38,13 +38,26 @@ export interface RealKubernetes {
   requireNode(): void;
   /** The ingress controller's HTTPS address (`host:port`, PIER_KUBE_INGRESS_ADDR of `cluster.sh env`); throws when it does not run. */
   ingressAddress(): { host: string; port: number };
-  /** A client's GET of `/`: to the ingress controller over HTTPS, for `host` (SNI and Host); its certificate is not checked. */
-  viaIngress(host: string, headers?: Record<string, string>, timeoutMs?: number): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }>;
+  /** A client's GET of `urlPath` (`/`): to the ingress controller over HTTPS, for `host` (SNI and Host); its certificate is not checked. */
+  viaIngress(
+    host: string,
+    headers?: Record<string, string>,
+    timeoutMs?: number,
+    urlPath?: string,
+  ): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }>;
   /**
    * The cluster's DNS server (zone example.test: PIER_DNS_RESOLVERS of `cluster.sh env`) and
    * the ACME server behind cert-manager's ClusterIssuer `pier-acme`; throws when they do not run.
    */
   certificates(): Promise<{ dns: AuthoritativeDns; acme: AcmeTestServer }>;
+  /**
+   * compute's settings for builds on this cluster, as `cluster.sh env` prints them: the
+   * cluster's registry (and its CA's ConfigMap), pier/buildkit, the build namespace. Throws
+   * when the registry does not run.
+   */
+  buildSettings(): Record<string, string>;
+  /** The cluster registry's address (`host:port`). */
+  registry(): string;
   /** One API request as the cluster admin; the body as JSON unless `contentType` says otherwise. */
   request(method: string, apiPath: string, body?: unknown, contentType?: string): Promise<KubeResponse>;
   /** GET that must answer 200. */
@@ -183,12 +196,27 @@ export function realKubernetes(): RealKubernetes {
       const [host, port] = readFileSync(file, 'utf8').trim().split(':');
       return { host: host!, port: Number(port) };
     },
+    registry() {
+      const file = path.join(path.dirname(kubeconfig), 'registry');
+      if (!existsSync(file)) throw new Error(`this test needs the cluster's registry, and none runs (no ${file}): ${nodeMissing ?? 'see cluster.sh logs'}`);
+      return readFileSync(file, 'utf8').trim();
+    },
+    buildSettings() {
+      const capabilities = readFileSync(path.join(path.dirname(kubeconfig), 'buildkit-capabilities'), 'utf8').trim();
+      return {
+        PIER_BUILD_REGISTRY: `${this.registry()}/pier-builds`,
+        PIER_BUILD_NAMESPACE: 'pier-builds',
+        PIER_BUILD_REGISTRY_CA: 'pier-registry-ca',
+        PIER_BUILDKIT_IMAGE: 'pier/buildkit:1',
+        PIER_BUILDKIT_ADD_CAPABILITIES: capabilities,
+      };
+    },
     async certificates() {
       if (!existsSync(path.join(path.dirname(kubeconfig), 'dns')))
         throw new Error(`this test needs the cluster's cert-manager, DNS and ACME servers, and none runs: ${nodeMissing ?? 'see cluster.sh logs'}`);
       return { dns: await attachAuthoritativeDns('pier-kube-dns'), acme: await attachAcmeServer('pier-kube-acme') };
     },
-    viaIngress(host, headers = {}, timeoutMs = 10_000) {
+    viaIngress(host, headers = {}, timeoutMs = 10_000, urlPath = '/') {
       const ingress = this.ingressAddress();
       return new Promise((resolve, reject) => {
         const req = https.request(
@@ -197,7 +225,7 @@ export function realKubernetes(): RealKubernetes {
             port: ingress.port,
             servername: host,
             rejectUnauthorized: false,
-            path: '/',
+            path: urlPath,
             headers: { ...headers, host },
             timeout: timeoutMs,
             agent: false,

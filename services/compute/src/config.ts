@@ -136,6 +136,14 @@ export const computeEnv = serviceEnv
     PIER_BUILD_PUSH_IMAGE: z.string().min(1).default('pier/image-push:1'),
     /** kubernetes: a Secret of type kubernetes.io/dockerconfigjson in the build namespace, with the credentials to push. */
     PIER_BUILD_PUSH_SECRET: z.string().min(1).optional(),
+    /** kubernetes: a ConfigMap in the build namespace whose `ca.crt` signs a private registry's certificate. */
+    PIER_BUILD_REGISTRY_CA: z.string().min(1).optional(),
+    /**
+     * kubernetes: capabilities added to the bounding set of build Jobs' BuildKit container (none
+     * by default). Some kernels refuse newuidmap's write of the build's user namespace map
+     * without CAP_SYS_ADMIN there; only the setuid newuidmap/newgidmap of the image gain it.
+     */
+    PIER_BUILDKIT_ADD_CAPABILITIES: list('PIER_BUILDKIT_ADD_CAPABILITIES', /^[A-Z_]+$/),
     /** The shortest interval an uptime monitor may ask for, in seconds (the API's rule is 30; tests lower it). */
     PIER_UPTIME_MIN_INTERVAL_SECONDS: z.coerce
       .number()

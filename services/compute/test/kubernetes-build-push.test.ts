@@ -6,7 +6,8 @@
 // push as in the pod), the credentials Secret and the registry's CA (read-only volumes), /tmp
 // (a volume on a read-only root, as the pod's emptyDir). The only env that differs is RESULT:
 // Docker keeps no termination message, so it points into the /tmp volume, read afterwards.
-// No BuildKit and no registry run in the test cluster yet, so the whole Job is not run there.
+// Whole Jobs, with BuildKit and the cluster's registry, run in kubernetes-real-build-deploy.test.ts;
+// this one keeps the credentials (the cluster's registry is anonymous).
 import { createHash, randomUUID } from 'node:crypto';
 import https from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

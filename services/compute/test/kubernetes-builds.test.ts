@@ -125,6 +125,7 @@ describe('the build manifests', () => {
       buildNetworkPolicyManifest(NS),
       buildJobManifest(t, `${REGISTRY}/${t.serviceId}:${t.buildId}`, 'Dockerfile', options),
       buildJobManifest(t, `${REGISTRY}/${t.serviceId}:${t.buildId}`, 'docker/web.Dockerfile', { ...options, pushSecret: 'registry-push' }),
+      buildJobManifest(t, `${REGISTRY}/${t.serviceId}:${t.buildId}`, 'Dockerfile', { ...options, registryCa: 'registry-ca', buildCapabilities: ['SYS_ADMIN'] }),
     ]) {
       expect(() => validateManifest(m), `${m.kind} ${m.metadata.name}`).not.toThrow();
     }
@@ -152,6 +153,37 @@ describe('the build manifests', () => {
     expect(tenant[0].envFrom).toBeUndefined();
     expect(spec.shareProcessNamespace).toBeUndefined();
     expect(spec.serviceAccountName).toBeUndefined();
+  });
+
+  it("trusts a private registry's CA in both steps, and adds capabilities to the BuildKit container alone", () => {
+    const t = { buildId: randomUUID(), serviceId: randomUUID(), workspaceId: randomUUID(), vpcId: randomUUID() };
+    const options = { namespace: NS, buildkitImage: BUILDKIT, pushImage: PUSH_IMAGE, timeoutSeconds: 1800, memoryMiB: 2048 };
+    const plain = (buildJobManifest(t, 'registry.internal:5000/pier/x:y', 'Dockerfile', options) as any).spec.template.spec;
+    expect(plain.initContainers[0].securityContext.capabilities).toBeUndefined();
+    expect(plain.volumes.map((v: any) => v.name)).not.toContain('registry-ca');
+    const spec = (
+      buildJobManifest(t, 'registry.internal:5000/pier/x:y', 'Dockerfile', {
+        ...options,
+        registryCa: 'pier-registry-ca',
+        buildCapabilities: ['SYS_ADMIN'],
+      }) as any
+    ).spec.template.spec;
+    expect(spec.volumes).toContainEqual({ name: 'registry-ca', configMap: { name: 'pier-registry-ca', items: [{ key: 'ca.crt', path: 'ca.crt' }] } });
+    const [build] = spec.initContainers;
+    const [push] = spec.containers;
+    expect(build.securityContext.capabilities).toEqual({ add: ['SYS_ADMIN'] });
+    expect(push.securityContext.capabilities).toEqual({ drop: ['ALL'] });
+    // BuildKit trusts it for base images from that registry (its host, not where the image goes).
+    expect(build.env).toEqual(
+      expect.arrayContaining([
+        { name: 'REGISTRY_HOST', value: 'registry.internal:5000' },
+        { name: 'REGISTRY_CA', value: '/pier/registry-ca/ca.crt' },
+      ]),
+    );
+    expect(build.command[2]).toContain('buildkitd.toml');
+    // skopeo, through --dest-cert-dir.
+    expect(push.env).toContainEqual({ name: 'CERT_DIR', value: '/pier/registry-ca' });
+    for (const c of [build, push]) expect(c.volumeMounts).toContainEqual({ name: 'registry-ca', mountPath: '/pier/registry-ca', readOnly: true });
   });
 });
 

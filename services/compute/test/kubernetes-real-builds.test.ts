@@ -2,13 +2,13 @@
 // runs the Job's `build` init container, compute streams the source into it through the exec
 // subresource while the pod is still Pending (an init container is a container the API
 // server execs into), follows its log, and reads the end of the pod from the container
-// statuses. There is no BuildKit image (nor registry) in the test cluster yet: the build
-// container here is pier/tiny-http's busybox, so once the source is in, BuildKit's command
-// is not found — a build failure, which must end the build as one, with the push container
-// never started. Then the push container on the real kubelet: a Job as compute makes it but
+// statuses. The build container here is pier/tiny-http's busybox, so once the source is in,
+// BuildKit's command is not found — a build failure, which must end the build as one, with
+// the push container never started. Then the push container on the real kubelet: a Job as compute makes it but
 // whose build step only exits 0 (it leaves no archive), followed again as after a restart —
 // the push script's refusal reaches compute as the container's termination message, from a
-// read-only root. The push to a registry runs for real in kubernetes-build-push.test.ts.
+// read-only root. Whole builds (pier/buildkit, the cluster's registry, the deployment) run in
+// kubernetes-real-build-deploy.test.ts.
 import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';

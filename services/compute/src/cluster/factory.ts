@@ -74,6 +74,8 @@ export function createBuilder(config: ComputeConfig, guard: UrlGuard, logger: Lo
         buildkitImage: config.PIER_BUILDKIT_IMAGE,
         pushImage: config.PIER_BUILD_PUSH_IMAGE,
         pushSecret: config.PIER_BUILD_PUSH_SECRET,
+        registryCa: config.PIER_BUILD_REGISTRY_CA,
+        buildCapabilities: config.PIER_BUILDKIT_ADD_CAPABILITIES,
         timeoutSeconds: config.PIER_BUILD_TIMEOUT_SECONDS,
         memoryMiB: config.PIER_BUILD_MEMORY_MIB,
       }),

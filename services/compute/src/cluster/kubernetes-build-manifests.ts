@@ -37,6 +37,7 @@ export const PRIVATE_RANGES = NON_PUBLIC_RANGES;
 const IMAGE_DIR = '/pier/image';
 const ARCHIVE = `${IMAGE_DIR}/image.tar`;
 const CREDENTIALS_DIR = '/pier/push-credentials';
+const REGISTRY_CA_DIR = '/pier/registry-ca';
 /** Where the push container writes its outcome: the kubelet keeps it as `state.terminated.message`. */
 const TERMINATION_LOG = '/dev/termination-log';
 
@@ -44,7 +45,8 @@ const TERMINATION_LOG = '/dev/termination-log';
  * The push container's script (pier/image-push: Debian's skopeo). Env: ARCHIVE (the OCI
  * archive), IMAGE (where it goes), RESULT (the termination message file), TMPDIR (where
  * skopeo unpacks the archive: given as --tmpdir, since skopeo 1.9 ignores the variable and
- * the root is read-only), AUTHFILE (the credentials, when there are any). On success RESULT
+ * the root is read-only), AUTHFILE (the credentials, when there are any), CERT_DIR (where
+ * the registry's CA is, as `ca.crt`, when it has its own). On success RESULT
  * holds the digest (`sha256:...`) and stdout says what was pushed; on failure RESULT holds
  * the end of skopeo's error. The archive is refused unless it is a regular file: it sits
  * in a volume the build container could write to (a link to the credentials, say).
@@ -52,7 +54,7 @@ const TERMINATION_LOG = '/dev/termination-log';
 export const PUSH_SCRIPT = [
   'set -u',
   'if [ ! -f "$ARCHIVE" ] || [ -L "$ARCHIVE" ]; then echo "the build left no image archive" | tee "$RESULT" >&2; exit 1; fi',
-  'if ! out=$(skopeo --tmpdir "$TMPDIR" copy --retry-times 3 --digestfile "$TMPDIR/digest" ${AUTHFILE:+--dest-authfile "$AUTHFILE"} "oci-archive:$ARCHIVE" "docker://$IMAGE" 2>&1); then',
+  'if ! out=$(skopeo --tmpdir "$TMPDIR" copy --retry-times 3 --digestfile "$TMPDIR/digest" ${AUTHFILE:+--dest-authfile "$AUTHFILE"} ${CERT_DIR:+--dest-cert-dir "$CERT_DIR"} "oci-archive:$ARCHIVE" "docker://$IMAGE" 2>&1); then',
   '  printf \'%s\\n\' "$out" >&2',
   '  printf \'%s\' "$out" | tail -c 2000 >"$RESULT"',
   '  exit 1',
@@ -69,6 +71,13 @@ export interface BuildJobOptions {
   pushImage: string;
   /** A kubernetes.io/dockerconfigjson Secret in the namespace: the registry credentials, mounted in the push container only. */
   pushSecret?: string;
+  /**
+   * A ConfigMap in the namespace whose `ca.crt` signs the registry's certificate (a private
+   * registry): BuildKit trusts it for the base images it pulls from there, skopeo for the push.
+   */
+  registryCa?: string;
+  /** Capabilities added to the build container's bounding set (PIER_BUILDKIT_ADD_CAPABILITIES; none by default). */
+  buildCapabilities?: string[];
   timeoutSeconds: number;
   memoryMiB: number;
 }
@@ -123,8 +132,16 @@ export function buildNetworkPolicyManifest(namespace: string): Manifest {
 export function buildJobManifest(t: BuildTarget, image: string, dockerfile: string, o: BuildJobOptions): Manifest {
   const workspace = buildWorkspace(t.buildId);
   const memory = `${o.memoryMiB}Mi`;
+  const registryHost = image.split('/')[0]!;
   const script = [
     'until [ -f "$WORKSPACE/.pier-ready" ]; do sleep 1; done',
+    // Rootless buildkitd reads ~/.config/buildkit/buildkitd.toml: the registry's own CA, when it has one.
+    ...(o.registryCa
+      ? [
+          'mkdir -p "$HOME/.config/buildkit"',
+          'printf \'[registry."%s"]\\n  ca = ["%s"]\\n\' "$REGISTRY_HOST" "$REGISTRY_CA" >"$HOME/.config/buildkit/buildkitd.toml"',
+        ]
+      : []),
     'exec buildctl-daemonless.sh build --frontend dockerfile.v0 --local context="$WORKSPACE/context" --local dockerfile="$WORKSPACE/context" --opt filename="$DOCKERFILE" --output "type=oci,dest=$ARCHIVE"',
   ].join('\n');
   return {
@@ -154,16 +171,28 @@ export function buildJobManifest(t: BuildTarget, image: string, dockerfile: stri
                 { name: 'DOCKERFILE', value: dockerfile },
                 { name: 'ARCHIVE', value: ARCHIVE },
                 { name: 'BUILDKITD_FLAGS', value: '--oci-worker-no-process-sandbox' },
+                ...(o.registryCa
+                  ? [
+                      { name: 'REGISTRY_HOST', value: registryHost },
+                      { name: 'REGISTRY_CA', value: `${REGISTRY_CA_DIR}/ca.crt` },
+                    ]
+                  : []),
               ],
               // Rootless BuildKit makes its own user namespaces: the default seccomp and
               // AppArmor profiles forbid it. (AppArmor as a field: the annotation is deprecated
               // since Kubernetes 1.30, and the API server says so on every write.)
-              securityContext: { seccompProfile: { type: 'Unconfined' }, appArmorProfile: { type: 'Unconfined' }, allowPrivilegeEscalation: true },
+              securityContext: {
+                seccompProfile: { type: 'Unconfined' },
+                appArmorProfile: { type: 'Unconfined' },
+                allowPrivilegeEscalation: true,
+                ...(o.buildCapabilities?.length ? { capabilities: { add: o.buildCapabilities } } : {}),
+              },
               resources: { requests: { cpu: '500m', memory }, limits: { memory } },
               volumeMounts: [
                 { name: 'workspace', mountPath: workspace },
                 { name: 'buildkit', mountPath: '/home/user/.local/share/buildkit' },
                 { name: 'image', mountPath: IMAGE_DIR },
+                ...(o.registryCa ? [{ name: 'registry-ca', mountPath: REGISTRY_CA_DIR, readOnly: true }] : []),
               ],
             },
           ],
@@ -179,6 +208,7 @@ export function buildJobManifest(t: BuildTarget, image: string, dockerfile: stri
                 { name: 'TMPDIR', value: '/tmp' },
                 { name: 'HOME', value: '/tmp' },
                 ...(o.pushSecret ? [{ name: 'AUTHFILE', value: `${CREDENTIALS_DIR}/config.json` }] : []),
+                ...(o.registryCa ? [{ name: 'CERT_DIR', value: REGISTRY_CA_DIR }] : []),
               ],
               // The digest is read from here, also after a compute restart; a push container
               // that dies before writing it leaves the end of its log instead.
@@ -190,6 +220,7 @@ export function buildJobManifest(t: BuildTarget, image: string, dockerfile: stri
                 { name: 'image', mountPath: IMAGE_DIR, readOnly: true },
                 { name: 'push-tmp', mountPath: '/tmp' },
                 ...(o.pushSecret ? [{ name: 'push-credentials', mountPath: CREDENTIALS_DIR, readOnly: true }] : []),
+                ...(o.registryCa ? [{ name: 'registry-ca', mountPath: REGISTRY_CA_DIR, readOnly: true }] : []),
               ],
             },
           ],
@@ -201,6 +232,7 @@ export function buildJobManifest(t: BuildTarget, image: string, dockerfile: stri
             ...(o.pushSecret
               ? [{ name: 'push-credentials', secret: { secretName: o.pushSecret, items: [{ key: '.dockerconfigjson', path: 'config.json' }] } }]
               : []),
+            ...(o.registryCa ? [{ name: 'registry-ca', configMap: { name: o.registryCa, items: [{ key: 'ca.crt', path: 'ca.crt' }] } }] : []),
           ],
         },
       },

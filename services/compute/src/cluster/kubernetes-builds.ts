@@ -60,6 +60,10 @@ export interface KubernetesBuilderOptions {
   /** The image of the push container (pier/image-push). */
   pushImage: string;
   pushSecret?: string;
+  /** A ConfigMap in the namespace with the registry's CA (`ca.crt`). */
+  registryCa?: string;
+  /** Capabilities added to the build container's bounding set. */
+  buildCapabilities?: string[];
   timeoutSeconds: number;
   memoryMiB?: number;
   /** How often a running Job is looked at. */
@@ -124,6 +128,8 @@ export class KubernetesBuilder implements BuilderPort {
       buildkitImage: o.buildkitImage,
       pushImage: o.pushImage,
       pushSecret: o.pushSecret,
+      registryCa: o.registryCa,
+      buildCapabilities: o.buildCapabilities,
       timeoutSeconds: o.timeoutSeconds,
       memoryMiB: o.memoryMiB ?? 2048,
     };
