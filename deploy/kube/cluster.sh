@@ -66,6 +66,7 @@ ACME_CONTAINER=pier-kube-acme
 REGISTRY_CONTAINER=pier-kube-registry
 BUILD_NAMESPACE=pier-builds
 CERT_ZONES=${PIER_KUBE_DNS_ZONES:-example.test}
+APPS_DOMAIN=apps.pier-kube.test
 PAUSE_IMAGE=docker.io/pier/kube-pause:local
 
 log() { printf '[kube %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -489,15 +490,29 @@ YAML
 # Traefik (deploy/kube/build-addons.sh) on the host as the ingress controller, watching the
 # API as the admin: every Ingress of the default IngressClass `traefik` (those that name no
 # class too) is served on the host's ports $INGRESS_HTTP_PORT (HTTP) and $INGRESS_HTTPS_PORT
-# (HTTPS, with the Ingress's TLS Secret or Traefik's own self-signed certificate), to the
-# endpoints of its backend Service: pod IPs, which the host reaches on the node's bridge, or
-# a selector-less Service's endpoint (the activator). $STATE_DIR/ingress holds the HTTPS
-# address, as `env` prints it (PIER_KUBE_INGRESS_ADDR).
+# (HTTPS, with the Ingress's TLS Secret or its default certificate), to the endpoints of its
+# backend Service: pod IPs, which the host reaches on the node's bridge, or a selector-less
+# Service's endpoint (the activator). The default certificate is a wildcard for the cluster's
+# apps domain ($APPS_DOMAIN), signed by a CA made here ($STATE_DIR/apps-ca.pem): compute's
+# uptime checks trust it (PIER_EDGE_CA_FILE), as a real installation's ingress controller
+# serves its apps domain's wildcard. $STATE_DIR/ingress holds the HTTPS address, as `env`
+# prints it (PIER_KUBE_INGRESS_ADDR).
 start_ingress() {
-  local ip=$1 bin=$2 addons=$3 t
+  local ip=$1 bin=$2 addons=$3 t d="$STATE_DIR/traefik"
   t=$(now)
-  mkdir -p "$STATE_DIR/traefik"
-  cat >"$STATE_DIR/traefik/traefik.yaml" <<YAML
+  mkdir -p "$d"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=pier-kube apps CA" \
+    -keyout "$d/apps-ca.key" -out "$STATE_DIR/apps-ca.pem" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=*.$APPS_DOMAIN" -keyout "$d/apps.key" -out "$d/apps.csr" 2>/dev/null
+  openssl x509 -req -in "$d/apps.csr" -CA "$STATE_DIR/apps-ca.pem" -CAkey "$d/apps-ca.key" -CAcreateserial -days 30 \
+    -extfile <(printf 'subjectAltName=DNS:*.%s\nextendedKeyUsage=serverAuth\n' "$APPS_DOMAIN") -out "$d/apps.crt" 2>/dev/null
+  cat >"$d/certificates.yaml" <<YAML
+tls:
+  stores:
+    default:
+      defaultCertificate: {certFile: "$d/apps.crt", keyFile: "$d/apps.key"}
+YAML
+  cat >"$d/traefik.yaml" <<YAML
 global: {checkNewVersion: false, sendAnonymousUsage: false}
 entryPoints:
   web: {address: "$ip:$INGRESS_HTTP_PORT"}
@@ -506,6 +521,7 @@ entryPoints:
 ping: {entryPoint: ping}
 providers:
   kubernetesIngress: {}
+  file: {filename: "$d/certificates.yaml"}
 log: {level: WARN}
 YAML
   "$bin/kubectl" --kubeconfig "$STATE_DIR/kubeconfig" apply -f - >/dev/null <<YAML
@@ -516,7 +532,7 @@ metadata:
   annotations: {ingressclass.kubernetes.io/is-default-class: "true"}
 spec: {controller: traefik.io/ingress-controller}
 YAML
-  KUBECONFIG=$STATE_DIR/kubeconfig launch traefik nice -n 5 "$addons/traefik" --configFile="$STATE_DIR/traefik/traefik.yaml"
+  KUBECONFIG=$STATE_DIR/kubeconfig launch traefik nice -n 5 "$addons/traefik" --configFile="$d/traefik.yaml"
   wait_for traefik 60 curl -sf "http://127.0.0.1:$INGRESS_PING_PORT/ping"
   echo "$ip:$INGRESS_HTTPS_PORT" >"$STATE_DIR/ingress"
   log "Traefik ready: Ingresses served at http://$ip:$INGRESS_HTTP_PORT and https://$ip:$INGRESS_HTTPS_PORT ($(since "$t")s)"
@@ -804,13 +820,18 @@ cmd_env() {
     # ingress controller (on this host too) reaches.
     echo "export PIER_COMPUTE_ACTIVATOR_ADDRESS=${addr%:*}"
     echo "export PIER_KUBE_INGRESS_ADDR=$addr"
+    # Services' urls under the domain of the ingress controller's default certificate;
+    # compute reaches them (uptime) at its HTTPS port, trusting the CA that signed it.
+    echo "export PIER_APPS_DOMAIN=$APPS_DOMAIN"
+    echo "export PIER_EDGE_ADDRESSES=${addr%:*}"
+    echo "export PIER_EDGE_HTTPS_PORT=${addr##*:}"
+    echo "export PIER_EDGE_CA_FILE=$STATE_DIR/apps-ca.pem"
   fi
   if [[ -f $STATE_DIR/dns ]]; then
     # Custom domains: verified against the cluster's DNS server, certified by cert-manager
-    # through its ClusterIssuer; an A record may point at the node's address.
+    # through its ClusterIssuer; an A record may point at the node's address (PIER_EDGE_ADDRESSES).
     echo "export PIER_DNS_RESOLVERS=$(cat "$STATE_DIR/dns")"
     echo "export PIER_EDGE_CLUSTER_ISSUER=pier-acme"
-    echo "export PIER_EDGE_ADDRESSES=$(node_ip)"
   fi
   if [[ -f $STATE_DIR/registry ]]; then
     # Builds: Jobs of pier/buildkit push to the cluster's registry, trusted through its CA.

@@ -36,6 +36,10 @@ export interface RealKubernetes {
   nodeMissing: string | null;
   /** Throws, naming the reason, unless a node runs pods here. */
   requireNode(): void;
+  /** The apps domain of the ingress controller's default certificate (PIER_APPS_DOMAIN of `cluster.sh env`). */
+  appsDomain: string;
+  /** The CA that signed that certificate (PIER_EDGE_CA_FILE of `cluster.sh env`): a PEM file. */
+  appsCaFile: string;
   /** The ingress controller's HTTPS address (`host:port`, PIER_KUBE_INGRESS_ADDR of `cluster.sh env`); throws when it does not run. */
   ingressAddress(): { host: string; port: number };
   /** A client's GET of `urlPath` (`/`): to the ingress controller over HTTPS, for `host` (SNI and Host); its certificate is not checked. */
@@ -185,6 +189,9 @@ export function realKubernetes(): RealKubernetes {
   return {
     kubeconfig,
     binDir,
+    // As deploy/kube/cluster.sh makes them.
+    appsDomain: 'apps.pier-kube.test',
+    appsCaFile: path.join(path.dirname(kubeconfig), 'apps-ca.pem'),
     nodeMissing,
     requireNode() {
       if (nodeMissing) throw new Error(`this test needs a Kubernetes node to run pods, and there is none here: ${nodeMissing}`);

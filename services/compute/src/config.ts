@@ -176,7 +176,7 @@ export const computeEnv = serviceEnv
     PIER_EDGE_IMAGE: z.string().min(1).default('pier/edge:1'),
     /** docker: host port for HTTP (0: any free port). */
     PIER_EDGE_HTTP_PORT: z.coerce.number().int().min(0).max(65535, 'PIER_EDGE_HTTP_PORT must be 0 to 65535').default(80),
-    /** docker: host port for HTTPS (0: any free port). */
+    /** docker: host port for HTTPS (0: any free port); kubernetes: the ingress controller's HTTPS port at PIER_EDGE_ADDRESSES. */
     PIER_EDGE_HTTPS_PORT: z.coerce.number().int().min(0).max(65535, 'PIER_EDGE_HTTPS_PORT must be 0 to 65535').default(443),
     /**
      * docker: the UDP port of the route DNS the edge asks which service a host goes to, on
@@ -191,6 +191,11 @@ export const computeEnv = serviceEnv
     /** docker: a certificate (PEM file) for *.<apps domain>, with its key; without them the edge's internal CA signs one. */
     PIER_EDGE_APPS_CERT_FILE: z.string().min(1).optional(),
     PIER_EDGE_APPS_KEY_FILE: z.string().min(1).optional(),
+    /**
+     * kubernetes: a CA (PEM file) the ingress controller's certificates chain to, when it is a
+     * private one: uptime checks, which go through the ingress as users do, trust it.
+     */
+    PIER_EDGE_CA_FILE: z.string().min(1).optional(),
     /** kubernetes: a TLS Secret (in each VPC namespace) for *.<apps domain>. */
     PIER_EDGE_APPS_TLS_SECRET: z.string().min(1).optional(),
     /** kubernetes: the IngressClass of Pier's Ingresses (the cluster's default when unset). */

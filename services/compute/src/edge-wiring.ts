@@ -26,6 +26,8 @@ function createEdgePort(config: ComputeConfig, logger: Logger): EdgePort | null 
         appsTlsSecret: config.PIER_EDGE_APPS_TLS_SECRET,
         clusterIssuer: config.PIER_EDGE_CLUSTER_ISSUER,
         addresses: config.PIER_EDGE_ADDRESSES,
+        httpsPort: config.PIER_EDGE_HTTPS_PORT,
+        caPem: config.PIER_EDGE_CA_FILE ? readFileSync(config.PIER_EDGE_CA_FILE, 'utf8') : undefined,
       },
       logger,
     );

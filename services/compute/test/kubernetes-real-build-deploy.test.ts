@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { vpcNamespace } from '@pier/kit';
 import { realKubernetes, startGitServer, type GitServer, type RealKubernetes } from '@pier/testing';
-import { startCompute, until, type Compute } from './support.ts';
+import { onRealCluster, startCompute, until, type Compute } from './support.ts';
 import { FINISHED, archive, buildEnv, logMatching, upload, waitForBuild } from './build-support.ts';
 
 let k: RealKubernetes;
@@ -53,11 +53,7 @@ beforeAll(async () => {
   c = await startCompute({
     ...setup.env,
     ...k.buildSettings(),
-    PIER_CLUSTER: 'kubernetes',
-    PIER_KUBECONFIG: k.kubeconfig,
-    PIER_EDGE: 'on',
-    PIER_EDGE_SYNC_INTERVAL_MS: '500',
-    PIER_APPS_DOMAIN: 'apps.kube-builds.test',
+    ...onRealCluster(k),
     PIER_BUILD_MEMORY_MIB: '512',
   });
   ns = vpcNamespace(c.vpcId);

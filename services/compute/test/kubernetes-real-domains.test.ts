@@ -9,7 +9,7 @@ import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { vpcNamespace } from '@pier/kit';
 import { realKubernetes, type AcmeTestServer, type AuthoritativeDns, type RealKubernetes } from '@pier/testing';
-import { startCompute, until, TINY_HTTP, type Compute } from './support.ts';
+import { onRealCluster, startCompute, until, TINY_HTTP, type Compute } from './support.ts';
 
 let k: RealKubernetes;
 let c: Compute;
@@ -43,15 +43,10 @@ beforeAll(async () => {
   k.requireNode();
   ({ dns, acme } = await k.certificates());
   c = await startCompute({
-    PIER_CLUSTER: 'kubernetes',
-    PIER_KUBECONFIG: k.kubeconfig,
-    PIER_EDGE: 'on',
-    PIER_EDGE_SYNC_INTERVAL_MS: '500',
-    PIER_APPS_DOMAIN: 'apps.kube-domains.test',
+    ...onRealCluster(k),
     // As `cluster.sh env` prints them.
     PIER_DNS_RESOLVERS: dns.address,
     PIER_EDGE_CLUSTER_ISSUER: 'pier-acme',
-    PIER_EDGE_ADDRESSES: k.ingressAddress().host,
   });
   ns = vpcNamespace(c.vpcId);
 }, 60_000);

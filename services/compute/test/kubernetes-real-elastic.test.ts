@@ -10,7 +10,7 @@ import type http from 'node:http';
 import { vpcNamespace } from '@pier/kit';
 import { adminQuery, realKubernetes, type RealKubernetes } from '@pier/testing';
 import { ACTIVATOR_SERVICE } from '../src/cluster/kubernetes-edge-manifests.ts';
-import { startCompute, until, TINY_HTTP, type Compute } from './support.ts';
+import { onRealCluster, startCompute, until, TINY_HTTP, type Compute } from './support.ts';
 
 let k: RealKubernetes;
 let c: Compute;
@@ -38,11 +38,7 @@ beforeAll(async () => {
   const node = (await k.list('/api/v1/nodes'))[0]!;
   const nodeIp = node.status.addresses.find((a: { type: string }) => a.type === 'InternalIP').address as string;
   c = await startCompute({
-    PIER_CLUSTER: 'kubernetes',
-    PIER_KUBECONFIG: k.kubeconfig,
-    PIER_EDGE: 'on',
-    PIER_EDGE_SYNC_INTERVAL_MS: '500',
-    PIER_APPS_DOMAIN: 'apps.kube-elastic.test',
+    ...onRealCluster(k),
     PIER_COMPUTE_ACTIVATOR_ADDRESS: nodeIp,
     PIER_COMPUTE_ELASTIC_TICK_MS: '200',
   });
@@ -79,7 +75,7 @@ describe('an on_demand service on a real cluster', () => {
     expect(awake.body).toContain('hello from pier/tiny-http');
     expect(awake.headers['server-timing']).toBeUndefined();
     // No header picks the service here: only the Host does.
-    const spoofed = await viaIngress('nothing.apps.kube-elastic.test', {
+    const spoofed = await viaIngress(`nothing.${k.appsDomain}`, {
       'x-pier-service': id,
       'x-pier-vpc': c.vpcId,
       'x-pier-port': '8080',

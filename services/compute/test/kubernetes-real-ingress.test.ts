@@ -1,12 +1,14 @@
 // A web service's url on the REAL single-node Kubernetes (deploy/kube/cluster.sh), through
 // its ingress controller (Traefik, the cluster's default IngressClass): compute writes the
 // Ingress, Traefik routes it to the pod, a client reaches the service over HTTPS by its
-// host; a deleted service's host is no longer routed. A service's disk is a real volume of
-// the default StorageClass (local-path-provisioner): what it wrote is there after a restart.
+// host; a deleted service's host is no longer routed. Uptime checks go the same way, over
+// HTTPS with the apps domain's certificate (Traefik's default, from the cluster's own CA). A
+// service's disk is a real volume of the default StorageClass (local-path-provisioner): what
+// it wrote is there after a restart and after a rolling deploy.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { vpcNamespace } from '@pier/kit';
 import { realKubernetes, type RealKubernetes } from '@pier/testing';
-import { startCompute, until, TINY_HTTP, type Compute } from './support.ts';
+import { onRealCluster, startCompute, until, TINY_HTTP, type Compute } from './support.ts';
 
 let k: RealKubernetes;
 let c: Compute;
@@ -20,11 +22,9 @@ beforeAll(async () => {
   k.requireNode();
   k.ingressAddress();
   c = await startCompute({
-    PIER_CLUSTER: 'kubernetes',
-    PIER_KUBECONFIG: k.kubeconfig,
-    PIER_EDGE: 'on',
-    PIER_EDGE_SYNC_INTERVAL_MS: '500',
-    PIER_APPS_DOMAIN: 'apps.kube-ingress.test',
+    ...onRealCluster(k),
+    PIER_UPTIME_MIN_INTERVAL_SECONDS: '1',
+    PIER_UPTIME_TICK_MS: '200',
   });
   ns = vpcNamespace(c.vpcId);
 }, 60_000);
@@ -49,7 +49,7 @@ describe('a web service on a real cluster, through its ingress controller', () =
     expect(answered.body).toContain('hello from pier/tiny-http');
     console.log(`created → answering through the ingress: ${Date.now() - t} ms`);
     // Another host under the same domain is routed nowhere.
-    expect((await viaIngress(`nothing.apps.kube-ingress.test`)).status).toBe(404);
+    expect((await viaIngress(`nothing.${k.appsDomain}`)).status).toBe(404);
 
     expect((await c.request('DELETE', `${c.base}/${res.body.id}`)).status).toBe(202);
     await until(
@@ -60,7 +60,34 @@ describe('a web service on a real cluster, through its ingress controller', () =
     );
   }, 240_000);
 
-  it("keeps what a service wrote on its disk across a restart (a bound volume of the cluster's default StorageClass)", async () => {
+  it('is checked by uptime through the ingress, as its users reach it: up with a verified certificate, down on a path it fails', async () => {
+    const res = await c.post(c.base, { name: 'watched', image: TINY_HTTP, port: 8080 });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const uptime = `${c.base}/${res.body.id}/uptime`;
+    const enabled = await c.post(uptime, { interval_seconds: 2, timeout_seconds: 1 });
+    expect(enabled.status, JSON.stringify(enabled.body)).toBe(201);
+    const up = await until(
+      () => c.get(uptime).then((r) => r.body),
+      (u) => u.status === 'up' || u.status === 'down',
+      120_000,
+      250,
+    );
+    // A certificate the check could not verify would be an error here, not a 200.
+    expect(up).toMatchObject({ status: 'up', last_status_code: 200, last_error: null });
+
+    expect((await c.post(uptime, { path: '/missing', interval_seconds: 2, timeout_seconds: 1 })).status).toBe(200);
+    const down = await until(
+      () => c.get(uptime).then((r) => r.body),
+      (u) => u.status === 'down',
+      60_000,
+      250,
+    );
+    expect(down.last_status_code).toBe(404);
+    expect(down.incidents[0]).toMatchObject({ ended_at: null });
+    expect((await c.request('DELETE', `${c.base}/${res.body.id}`)).status).toBe(202);
+  }, 240_000);
+
+  it("keeps what a service wrote on its disk across a restart and a rolling deploy (a bound volume of the cluster's default StorageClass)", async () => {
     // Each start appends a line to /data/index.html, which it serves.
     const res = await c.post(c.base, {
       name: 'notes',
@@ -90,5 +117,15 @@ describe('a web service on a real cluster, through its ingress controller', () =
       250,
     );
     expect(again.body.startsWith(first.body)).toBe(true);
+
+    // A deploy rolls a new pod out on the same claim: a third boot, the same file.
+    expect((await c.post(`${c.base}/${res.body.id}/deploy`, { image_tag: TINY_HTTP })).status).toBe(202);
+    const rolled = await until(
+      () => viaIngress(host).catch((err: Error) => ({ status: 0, body: err.message })),
+      (r) => r.status === 200 && (r.body.match(/^boot /gm)?.length ?? 0) === 3,
+      120_000,
+      250,
+    );
+    expect(rolled.body.startsWith(again.body)).toBe(true);
   }, 300_000);
 });

@@ -4,7 +4,16 @@
  * PIER_CLUSTER says), and the real secrets service when a test needs references.
  */
 import { generateIdentityKeys } from '@pier/kit';
-import { infra, removeVpcObjects, startServiceUnderTest, type IdentityKeys, type ServiceUnderTest, type TestDatabase, type TestEdge } from '@pier/testing';
+import {
+  infra,
+  removeVpcObjects,
+  startServiceUnderTest,
+  type IdentityKeys,
+  type RealKubernetes,
+  type ServiceUnderTest,
+  type TestDatabase,
+  type TestEdge,
+} from '@pier/testing';
 import * as secrets from '@pier/secrets';
 import { start, readConfig } from '../src/index.ts';
 
@@ -70,4 +79,22 @@ export async function startSecretsFor(
   // What compute needs to call it: where, and the key it signs its calls with.
   const computeEnv = { PIER_SECRETS_GRPC_URL: `127.0.0.1:${service.grpcPort}`, PIER_COMPUTE_SERVICE_PRIVATE_KEY: computeKeys.privateJwk };
   return { service, computeEnv };
+}
+
+/**
+ * compute's settings on the real test cluster, its edge the cluster's ingress controller (as
+ * `cluster.sh env` prints them): what the kubernetes-real files share.
+ */
+export function onRealCluster(k: RealKubernetes): Record<string, string> {
+  const ingress = k.ingressAddress();
+  return {
+    PIER_CLUSTER: 'kubernetes',
+    PIER_KUBECONFIG: k.kubeconfig,
+    PIER_EDGE: 'on',
+    PIER_EDGE_SYNC_INTERVAL_MS: '500',
+    PIER_APPS_DOMAIN: k.appsDomain,
+    PIER_EDGE_ADDRESSES: ingress.host,
+    PIER_EDGE_HTTPS_PORT: String(ingress.port),
+    PIER_EDGE_CA_FILE: k.appsCaFile,
+  };
 }

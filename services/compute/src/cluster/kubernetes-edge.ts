@@ -43,7 +43,13 @@ export class KubernetesEdge implements EdgePort {
 
   constructor(
     kc: KubeConfig,
-    private readonly settings: IngressSettings & { addresses: string[] },
+    private readonly settings: IngressSettings & {
+      addresses: string[];
+      /** The ingress controller's HTTPS port at those addresses (443 unless it is published elsewhere). */
+      httpsPort?: number;
+      /** A CA its certificates chain to (a private one), for compute's own requests through it. */
+      caPem?: string;
+    },
     private readonly log: Logger,
   ) {
     this.objects = new KubernetesObjectApi(kubernetesApiConfiguration(kc, 10_000));
@@ -122,10 +128,10 @@ export class KubernetesEdge implements EdgePort {
     return this.settings.addresses;
   }
 
-  /** The ingress controller's first configured address; its certificates are public ones. */
+  /** The ingress controller's first configured address; its certificates are public ones unless a CA was given. */
   async entry(): Promise<EdgeEntry | null> {
     const host = this.settings.addresses[0];
-    return host ? { host, port: 443 } : null;
+    return host ? { host, port: this.settings.httpsPort ?? 443, caPem: this.settings.caPem } : null;
   }
 
   async certify(route: EdgeRoute, hostname: string): Promise<TlsOutcome> {
