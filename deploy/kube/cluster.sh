@@ -26,7 +26,8 @@
 # Env: PIER_KUBE_NODE=off (the control plane only, as where no node can run),
 # PIER_KUBE_STATE (default /tmp/pier-kube), PIER_KUBE_IMAGES (docker images loaded
 # into the node; default "pier/tiny-http:1 pier/exits:1 pier/image-push:1 pier/buildkit:1
-# pier/platform:1 pier/postgres:15 pier/nats:2", buildkit and image-push for build Jobs, the last three for
+# pier/volume-tools:1 pier/platform:1 pier/postgres:15 pier/nats:2", buildkit and image-push
+# for build Jobs, volume-tools for disk backups' Jobs, the last three for
 # deploy/helm/pier; one not built is left out, saying so),
 # PIER_KUBE_APISERVER_PORT (16443).
 #
@@ -38,7 +39,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
 STATE_DIR=${PIER_KUBE_STATE:-/tmp/pier-kube}
-IMAGES=${PIER_KUBE_IMAGES:-pier/tiny-http:1 pier/exits:1 pier/image-push:1 pier/buildkit:1 pier/platform:1 pier/postgres:15 pier/nats:2}
+IMAGES=${PIER_KUBE_IMAGES:-pier/tiny-http:1 pier/exits:1 pier/image-push:1 pier/buildkit:1 pier/volume-tools:1 pier/platform:1 pier/postgres:15 pier/nats:2}
 APISERVER_PORT=${PIER_KUBE_APISERVER_PORT:-16443}
 ETCD_PORT=23790
 ETCD_PEER_PORT=23800

@@ -4,7 +4,9 @@
 // (pier/platform:1, pier/postgres:15, pier/nats:2, imported into the node), reached from
 // the host through the gateway's ClusterIP (kube-proxy), bootstrapped, and used as a user
 // would: through the SDK, a secret, and a service referencing it whose pod runs on the
-// node and shows the secret's value; then upgraded (a new db-setup Job, pods rolled).
+// node and shows the secret's value, and which answers at its url through the cluster's
+// ingress controller (Traefik); then upgraded (a new db-setup Job, pods rolled). The parts
+// find each other by their Services' names through the cluster DNS (CoreDNS).
 // Compute and secrets run with PIER_CLUSTER=kubernetes on their in-cluster ServiceAccount,
 // with the chart's RBAC. The release and every namespace it or Pier made are removed at
 // the end, failed or not.
@@ -22,8 +24,8 @@ import { chartKeysValues } from '../../deploy/platform/chart-keys.ts';
 
 const run = promisify(execFile);
 const CHART = path.resolve(import.meta.dirname, '../../deploy/helm/pier');
-// "pier", as users will name it: its Services' env vars (PIER_GATEWAY_PORT=tcp://...)
-// share Pier's own prefix, which the chart's explicit settings must win over.
+// "pier", as users will name it: were Service env vars given to pods, theirs
+// (PIER_GATEWAY_PORT=tcp://...) would share Pier's own prefix.
 const RELEASE = 'pier';
 const TINY_HTTP = 'pier/tiny-http:1';
 
@@ -58,7 +60,10 @@ beforeAll(async () => {
   };
   work = await mkdtemp(path.join(os.tmpdir(), 'pier-helm-'));
   keysFile = path.join(work, 'keys.yaml');
-  await writeFile(keysFile, await chartKeysValues(), { mode: 0o600 });
+  // The keys (JSON, which YAML reads), and compute's apps domain: the one the test cluster's
+  // Traefik has a certificate for.
+  const values = { ...(JSON.parse(await chartKeysValues()) as Record<string, unknown>), extraEnv: { PIER_APPS_DOMAIN: k.appsDomain } };
+  await writeFile(keysFile, JSON.stringify(values, null, 2), { mode: 0o600 });
   ns = `pier-helm-${Date.now().toString(36)}`;
   await tool('kubectl', ['create', 'namespace', ns]);
 });
@@ -89,6 +94,11 @@ afterAll(async () => {
   }
   if (work) await rm(work, { recursive: true, force: true });
 }, 180_000);
+
+/** What a script of node prints in the gateway's pod. */
+function inGateway(script: string): Promise<string> {
+  return tool('kubectl', ['-n', ns, 'exec', `deploy/${RELEASE}-gateway`, '--', 'node', '-e', script]);
+}
 
 /** Rendered manifests of the chart with these extra values, server-side dry-run with strict validation. */
 async function validate(extra: string[]): Promise<string[]> {
@@ -171,7 +181,8 @@ describe('the Helm chart on a real cluster', () => {
     const read = (file: string) => tool('kubectl', ['-n', ns, 'exec', `deploy/${RELEASE}-auth`, '-c', 'auth', '--', 'cat', `/var/lib/pier/bootstrap/${file}`]);
     const credentials = JSON.parse(await read('credentials.json')) as { api_url: string; token: string };
     const config = JSON.parse(await read('config.json')) as { workspace_id: string; vpc_id: string };
-    expect(credentials.api_url).toBe(apiUrl);
+    // The gateway's address as the pods know it: its Service's name.
+    expect(credentials.api_url).toBe(`http://${RELEASE}-gateway:7100`);
     madeVpcNamespaces.push(vpcNamespace(config.vpc_id));
     const pier: PierClient = createPierClient({ baseUrl: apiUrl, token: credentials.token });
     const vpc = { workspaceID: config.workspace_id, vpcID: config.vpc_id };
@@ -214,7 +225,7 @@ describe('the Helm chart on a real cluster', () => {
     const service = await unwrap(
       pier.POST('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services', {
         params: { path: vpc },
-        body: { name: 'shop', image: TINY_HTTP, health_check_path: '/healthz' },
+        body: { name: 'shop', image: TINY_HTTP, port: 8080, health_check_path: '/healthz' },
       }),
     );
     const servicePath = { ...vpc, serviceID: service.id };
@@ -257,6 +268,27 @@ describe('the Helm chart on a real cluster', () => {
     );
     expect(page).toContain(`DB_PASSWORD=${value}`);
     phase('service answered');
+    // And at its url, through the cluster's ingress controller, as its users reach it.
+    const host = new URL(service.url!).hostname;
+    expect(host.endsWith(`.${k.appsDomain}`)).toBe(true);
+    const viaIngress = await until(
+      () => k.viaIngress(host, {}, 10_000, '/cgi-bin/env').catch((err: Error) => ({ status: 0, body: err.message })),
+      // Traefik may still send a request to the first deployment's pod, stopping.
+      (r) => r.status === 200 && r.body.includes('DB_PASSWORD='),
+      60_000,
+      500,
+    );
+    expect(viaIngress.body).toContain(`DB_PASSWORD=${value}`);
+    phase('service answered through the ingress');
+
+    // The parts resolve each other by name (the cluster DNS), and get no Service env vars.
+    const resolved = await inGateway(`require('node:dns').promises.lookup('${RELEASE}-auth').then((a) => console.log(a.address))`);
+    expect(resolved.trim()).toBe((await k.get(`/api/v1/namespaces/${ns}/services/${RELEASE}-auth`)).spec.clusterIP);
+    // (Only the names of Service env vars, and one address: the pod's environment holds keys.)
+    const links = await inGateway(
+      `console.log(JSON.stringify({ links: Object.keys(process.env).filter((n) => /^PIER_.*_SERVICE_HOST$/.test(n)), auth: process.env.PIER_AUTH_URL }))`,
+    );
+    expect(JSON.parse(links)).toEqual({ links: [], auth: `http://${RELEASE}-auth:7101` });
 
     // The RBAC is the adapters' and no more.
     // (A SubjectAccessReview: the API server's own answer, for kinds whose CRDs are not installed here too.)

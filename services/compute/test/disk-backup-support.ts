@@ -3,8 +3,10 @@
  * replica as the service's user (how a test writes on the disk), and looks into the store.
  */
 import { PassThrough } from 'node:stream';
-import { docker, testLabels, TEST_BACKUP_VOLUME, vpcContainers } from '@pier/testing';
+import { expect } from 'vitest';
+import { docker, testLabels, TEST_BACKUP_VOLUME, vpcContainers, type S3TestServer } from '@pier/testing';
 import { backupKey } from '../src/cluster/docker-disk-backups.ts';
+import { until, type Compute } from './support.ts';
 
 /** The databases' backup volume of this test run: disk backups go to the same store. */
 export const BACKUP_VOLUME = TEST_BACKUP_VOLUME;
@@ -81,4 +83,27 @@ export async function loseArchive(serviceId: string, backupId: string): Promise<
 export async function volumesOf(serviceId: string): Promise<string[]> {
   const { Volumes } = await docker.listVolumes({ filters: JSON.stringify({ label: [`pier.service=${serviceId}`] }) });
   return (Volumes ?? []).map((v) => v.Name).sort();
+}
+
+/** compute's settings for disk backups into the S3 test server, whose CA is in `caFile`. */
+export function s3BackupEnv(s3: S3TestServer, caFile: string): Record<string, string> {
+  return {
+    PIER_COMPUTE_BACKUP_S3_ENDPOINT: `https://${s3.host}:${s3.port}`,
+    PIER_COMPUTE_BACKUP_S3_BUCKET: s3.bucket,
+    PIER_COMPUTE_BACKUP_S3_ACCESS_KEY_ID: s3.accessKeyId,
+    PIER_COMPUTE_BACKUP_S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+    PIER_COMPUTE_BACKUP_S3_CA_FILE: caFile,
+    PIER_COMPUTE_BACKUP_INTERVAL_MS: '3600000',
+  };
+}
+
+/** Deletes the service, then runs the sweep that removes a deleted service's backups. */
+export async function deleteAndSweep(c: Compute, serviceId: string): Promise<void> {
+  expect((await c.request('DELETE', `${c.base}/${serviceId}`)).status).toBe(202);
+  await until(
+    () => c.get(`${c.base}/${serviceId}`).then((r) => r.body),
+    (s) => s.status === 'deleted',
+    60_000,
+  );
+  await c.running.runDiskBackupsDue(new Date());
 }

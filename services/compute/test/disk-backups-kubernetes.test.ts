@@ -9,9 +9,10 @@ import { rm } from 'node:fs/promises';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { createLogger, vpcNamespace } from '@pier/kit';
 import { kubeConfigFrom } from '@pier/kit/kubernetes';
-import { FakeKubernetes } from '@pier/testing';
+import { FakeKubernetes, restrictedViolations, validateManifest } from '@pier/testing';
 import { KubernetesCluster } from '../src/cluster/kubernetes.ts';
 import { KubernetesDiskBackups } from '../src/cluster/kubernetes-disk-backups.ts';
+import { archiveJobManifest, archiveJobName, archiveSecretManifest } from '../src/cluster/kubernetes-disk-archive-manifests.ts';
 import { quantityBytes, restoredClaimManifest, snapshotName, volumeSnapshotManifest } from '../src/cluster/kubernetes-snapshot-manifests.ts';
 import { DiskBackupFailedError, type DiskRef } from '../src/domain/disk-backups/disk-backup-port.ts';
 import type { WorkloadSpec } from '../src/domain/cluster-port.ts';
@@ -243,4 +244,38 @@ describe('compute on kubernetes: disk backups through the API', () => {
     await c.running.runDiskBackupsDue(new Date());
     expect(objectsOf('VolumeSnapshot', svc.id)).toEqual([]);
   }, 120_000);
+});
+
+describe('kubernetes adapter: archives by Jobs (storage without snapshots)', () => {
+  const ref = { workspaceId: randomUUID(), vpcId: randomUUID(), serviceId: randomUUID(), serviceName: 'files' };
+  const store = ['PIER_S3_HOST=s3.internal', 'PIER_S3_KEY=AKIA', 'PIER_S3_SECRET=s3cr3t=with=equals', 'PIER_S3_PREFIX=pier-compute'];
+
+  it('makes Jobs the VPC namespace admits ("restricted"), as the service’s user, with the store’s keys in a Secret of their own', () => {
+    for (const step of ['backup', 'restore', 'delete'] as const) {
+      const job = archiveJobManifest(ref, {
+        step,
+        id: randomUUID(),
+        key: `services/${ref.serviceId}/x.tar.zst`,
+        claim: step === 'delete' ? undefined : 'files-disk',
+        image: 'pier/volume-tools:1',
+        deadlineSeconds: 3600,
+        uid: 1000,
+      }) as any;
+      expect(() => validateManifest(job), step).not.toThrow();
+      const pod = job.spec.template.spec;
+      expect(restrictedViolations(pod), step).toEqual([]);
+      expect(pod.securityContext).toMatchObject({ runAsUser: 1000, fsGroup: 1000 });
+      // Not a pod of the service: a restore waits for those to be gone.
+      expect(job.spec.template.metadata.labels['pier.dev/service']).toBeUndefined();
+      // The keys only through the Secret, never in the Job's own spec.
+      expect(JSON.stringify(job)).not.toContain('s3cr3t');
+      expect(pod.containers[0].envFrom).toEqual([{ secretRef: { name: job.metadata.name } }]);
+      const disk = pod.volumes.find((v: any) => v.persistentVolumeClaim);
+      if (step === 'delete') expect(disk).toBeUndefined();
+      else expect(disk.persistentVolumeClaim).toEqual({ claimName: 'files-disk', readOnly: step === 'backup' });
+    }
+    const secret = archiveSecretManifest(ref, archiveJobName('backup', 'b1'), store) as any;
+    expect(() => validateManifest(secret)).not.toThrow();
+    expect(secret.stringData).toMatchObject({ PIER_S3_SECRET: 's3cr3t=with=equals', PIER_S3_PREFIX: 'pier-compute' });
+  });
 });

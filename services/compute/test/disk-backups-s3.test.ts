@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { machineAddress, startS3TestServer, type S3TestServer } from '@pier/testing';
 import { startCompute, until, cleanDocker, TINY_HTTP, type Compute } from './support.ts';
-import { replicaOf, shellIn } from './disk-backup-support.ts';
+import { deleteAndSweep, replicaOf, s3BackupEnv, shellIn } from './disk-backup-support.ts';
 
 let s3: S3TestServer;
 let c: Compute;
@@ -19,12 +19,7 @@ beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'pier-s3-ca-'));
   await writeFile(path.join(dir, 'ca.pem'), s3.caPem);
   c = await startCompute({
-    PIER_COMPUTE_BACKUP_S3_ENDPOINT: `https://${s3.host}:${s3.port}`,
-    PIER_COMPUTE_BACKUP_S3_BUCKET: s3.bucket,
-    PIER_COMPUTE_BACKUP_S3_ACCESS_KEY_ID: s3.accessKeyId,
-    PIER_COMPUTE_BACKUP_S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
-    PIER_COMPUTE_BACKUP_S3_CA_FILE: path.join(dir, 'ca.pem'),
-    PIER_COMPUTE_BACKUP_INTERVAL_MS: '3600000',
+    ...s3BackupEnv(s3, path.join(dir, 'ca.pem')),
   });
 }, 120_000);
 
@@ -63,13 +58,7 @@ describe('disk backups in an S3-compatible store', () => {
     expect(restore).toMatchObject({ status: 'completed', error: null });
     expect((await shellIn(await replicaOf(c.vpcId, svc.id), 'cat /data/note.txt')).out).toBe('in the bucket\n');
 
-    expect((await c.request('DELETE', `${c.base}/${svc.id}`)).status).toBe(202);
-    await until(
-      () => c.get(`${c.base}/${svc.id}`).then((r) => r.body),
-      (s) => s.status === 'deleted',
-      60_000,
-    );
-    await c.running.runDiskBackupsDue(new Date());
+    await deleteAndSweep(c, svc.id);
     expect(await s3.keys()).toEqual([]);
   }, 180_000);
 });

@@ -18,13 +18,12 @@ app.kubernetes.io/component: {{ .part }}
 {{- end -}}
 
 {{/*
-A part's address without cluster DNS: the env var Kubernetes gives every pod for each
-Service that existed when the pod was made (Helm creates Services before Deployments and
-Jobs), expanded by the kubelet in env values: (dict "root" $ "part" "auth") gives
-$(PIER_AUTH_SERVICE_HOST) for release "pier".
+A part's address: its Service's name, which the cluster DNS resolves through the pod's
+search domain (<namespace>.svc.<cluster domain>): (dict "root" $ "part" "auth") gives
+pier-auth for release "pier". A name, not a ClusterIP: a Service made again keeps it.
 */}}
 {{- define "pier.host" -}}
-$({{ printf "%s-%s" (include "pier.fullname" .root) .part | upper | replace "-" "_" | replace "." "_" }}_SERVICE_HOST)
+{{ include "pier.fullname" .root }}-{{ .part }}
 {{- end -}}
 
 {{- define "pier.secretName" -}}

@@ -52,11 +52,11 @@ const sleep = (ms: number, signal: AbortSignal) =>
 export class KubernetesDiskBackups implements DiskBackupPort {
   readonly kind = 'kubernetes' as const;
   readonly survivesRestart = true;
-  private readonly objects: KubernetesObjectApi;
+  protected readonly objects: KubernetesObjectApi;
 
   constructor(
     kc: KubeConfig,
-    private readonly opts: KubernetesDiskBackupsOptions = {},
+    protected readonly opts: KubernetesDiskBackupsOptions = {},
   ) {
     this.objects = new KubernetesObjectApi(kubernetesApiConfiguration(kc, 15_000));
   }
@@ -110,13 +110,18 @@ export class KubernetesDiskBackups implements DiskBackupPort {
     }
     await this.apply(scaledDownManifest(spec));
     await this.podsGone(spec, signal);
-    const manifest = restoredClaimManifest(spec, claim, backupId);
-    // Created, not applied: the dataSource is set once, and the later applies of the claim
-    // (kubernetes.ts, field manager pier-compute) then own only what they send.
-    await kubernetesCall(`create PersistentVolumeClaim/${claim}`, () =>
+    await this.create(restoredClaimManifest(spec, claim, backupId));
+  }
+
+  /**
+   * Created, not applied (a restored claim's dataSource is set once, and the later applies of
+   * the claim, field manager pier-compute, then own only what they send); one a resumed step
+   * made already is the goal too.
+   */
+  protected async create(manifest: Manifest): Promise<void> {
+    await kubernetesCall(`create ${manifest.kind}/${manifest.metadata.name}`, () =>
       this.objects.create(ObjectSerializer.deserialize(manifest, modelTypeOf(manifest)) as KubernetesObject, undefined, undefined, FIELD_MANAGER),
     ).catch((err: Error) => {
-      // A resumed restore made it already.
       if (!/already exists/i.test(err.message)) throw err;
     });
   }
@@ -140,7 +145,7 @@ export class KubernetesDiskBackups implements DiskBackupPort {
   }
 
   /** Until no pod of the service runs (a suspended CronJob's finished runs stay, and do not count). */
-  private async podsGone(spec: WorkloadSpec, signal: AbortSignal): Promise<void> {
+  protected async podsGone(spec: WorkloadSpec, signal: AbortSignal): Promise<void> {
     const deadline = Date.now() + (this.opts.scaleDownTimeoutMs ?? 120_000);
     for (;;) {
       const pods = await kubernetesCall('list pods', () =>
@@ -155,7 +160,7 @@ export class KubernetesDiskBackups implements DiskBackupPort {
     }
   }
 
-  private async apply(m: Manifest): Promise<void> {
+  protected async apply(m: Manifest): Promise<void> {
     // Core kinds go through the client's typed models (their property names differ from the wire's in places); a custom resource has none.
     const body = m.apiVersion === SNAPSHOT_API_VERSION ? m : ObjectSerializer.deserialize(m, modelTypeOf(m));
     await kubernetesCall(`apply ${m.kind}/${m.metadata.name}`, () =>
@@ -163,7 +168,7 @@ export class KubernetesDiskBackups implements DiskBackupPort {
     );
   }
 
-  private async delete(disk: DiskRef, apiVersion: string, kind: string, name: string): Promise<void> {
+  protected async delete(disk: DiskRef, apiVersion: string, kind: string, name: string): Promise<void> {
     await deleteObject(this.objects, vpcNamespace(disk.vpcId), { apiVersion, kind, name });
   }
 }

@@ -28,8 +28,11 @@ export function volumeSnapshotManifest(disk: DiskRef, backupId: string, classNam
   };
 }
 
-/** A new claim of the disk's size whose contents are the snapshot's (the CSI driver fills it when it is provisioned). */
-export function restoredClaimManifest(spec: WorkloadSpec, claim: string, backupId: string): Manifest {
+/**
+ * A new claim of the disk's size whose contents are the snapshot's (the CSI driver fills it
+ * when it is provisioned); with no backup id, an empty one (an archive's restore fills it).
+ */
+export function restoredClaimManifest(spec: WorkloadSpec, claim: string, backupId: string | null): Manifest {
   return {
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
@@ -37,7 +40,7 @@ export function restoredClaimManifest(spec: WorkloadSpec, claim: string, backupI
     spec: {
       accessModes: ['ReadWriteOnce'],
       resources: { requests: { storage: `${spec.config.disk_size_gb}Gi` } },
-      dataSource: { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: snapshotName(backupId) },
+      ...(backupId ? { dataSource: { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: snapshotName(backupId) } } : {}),
     },
   };
 }
