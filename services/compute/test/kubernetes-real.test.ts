@@ -178,6 +178,22 @@ describe('kubernetes adapter on a real cluster', () => {
     await cluster.delete(s);
   }, 150000);
 
+  it("says why a pod no node fits is pending: the scheduler's reason", async () => {
+    k.requireNode();
+    // 4 CPUs asked of a 2-CPU node.
+    const s = spec({ name: 'too-big', service_type: 'worker', instance_type: 'svc.xlarge' });
+    await cluster.apply(s);
+    const seen = await until(
+      () => observe(s),
+      (o) => /cannot be scheduled/.test(o.message ?? ''),
+      60_000,
+      500,
+    );
+    expect(seen.phase).toBe('progressing');
+    expect(seen.message).toMatch(/cannot be scheduled: 0\/1 nodes are available: .*Insufficient cpu/);
+    await cluster.delete(s);
+  }, 90_000);
+
   it('reads a container killed on the node as failed until it has run again for a while', async () => {
     k.requireNode();
     const s = spec({ name: 'victim', service_type: 'worker' });

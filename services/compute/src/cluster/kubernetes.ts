@@ -90,6 +90,9 @@ function podUnit(pod: V1Pod): ReplicaUnit {
     }
   }
   if (pod.metadata?.deletionTimestamp) return unit('pending', `pod ${name} is terminating`);
+  // No node fits it (resources, taints): pending, as the cluster may grow, with the scheduler's reason.
+  const unschedulable = pod.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False' && c.reason === 'Unschedulable');
+  if (unschedulable) return unit('pending', `pod ${name} cannot be scheduled: ${unschedulable.message ?? 'no node fits it'}`);
   if (role === 'replica') {
     for (const s of statuses) {
       // A replica's container that exited. While it backs off before the next restart the
