@@ -5,7 +5,7 @@ import { kubernetesApiConfiguration } from '@pier/kit/kubernetes';
 import type { WorkloadRef, WorkloadSpec } from '../domain/cluster-port.ts';
 import { DiskBackupFailedError, type DiskRef } from '../domain/disk-backups/disk-backup-port.ts';
 import { backupKey } from './docker-disk-backups.ts';
-import { KubernetesDiskBackups, type KubernetesDiskBackupsOptions } from './kubernetes-disk-backups.ts';
+import { KubernetesDiskBackups, sleep, type KubernetesDiskBackupsOptions } from './kubernetes-disk-backups.ts';
 import { archiveJobManifest, archiveJobName, archiveSecretManifest, type ArchiveJob, type ArchiveStep } from './kubernetes-disk-archive-manifests.ts';
 import { kubernetesCall, kubernetesError } from './kubernetes.ts';
 import { diskClaimName } from './kubernetes-manifests.ts';
@@ -36,12 +36,6 @@ export interface KubernetesArchiveDiskBackupsOptions extends KubernetesDiskBacku
 }
 
 type PodTemplate = { spec?: { securityContext?: { runAsUser?: number } } };
-
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
-  });
 
 /** Who a copy without a disk (a delete) runs as. */
 const NOBODY = 65534;

@@ -43,7 +43,8 @@ interface SnapshotObject {
   status?: { readyToUse?: boolean; restoreSize?: string | number; error?: { message?: string } };
 }
 
-const sleep = (ms: number, signal: AbortSignal) =>
+/** Waits `ms`, or less when `signal` aborts (the disk backups' polls). */
+export const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, ms);
     signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
