@@ -5,9 +5,9 @@
 //   edge container reaches it; the controller sleeps, wakes and autoscales (web services on
 //   their requests, workers on their CPU, which the adapter reads).
 // - kubernetes (with its edge and PIER_COMPUTE_ACTIVATOR_ADDRESS): the activator listens on
-//   compute's pod address, which the on_demand services' Ingresses reach through a Service
-//   in their namespace; the controller only puts them to sleep and wakes them, the
-//   HorizontalPodAutoscaler scales.
+//   compute's pod address, which the elastic web services' Ingresses reach through a Service
+//   in their namespace; the controller sleeps, wakes and autoscales them on their requests,
+//   and the HorizontalPodAutoscaler scales workers on CPU.
 // Otherwise (PIER_EDGE=off, PIER_COMPUTE_ELASTIC=off) there is none: services keep the
 // replicas their configuration says.
 import { latencyHistogram, type Logger } from '@pier/kit';
@@ -35,7 +35,7 @@ interface Placement {
   port: number;
   /** The edge learns where the activator listens. */
   announce(host: string, port: number): void;
-  autoscales: boolean;
+  scalesWorkers: boolean;
   cpu: ElasticPort['cpu'];
 }
 
@@ -47,7 +47,7 @@ function placementOf(config: ComputeConfig, cluster: unknown, edge: unknown, log
       host: () => edge.bridgeGateway(),
       port: config.PIER_COMPUTE_ACTIVATOR_PORT,
       announce: (_host, port) => (edge.activatorPort = port),
-      autoscales: true,
+      scalesWorkers: true,
       cpu: (serviceId) => cluster.replicaCpu(serviceId),
     };
   }
@@ -63,7 +63,7 @@ function placementOf(config: ComputeConfig, cluster: unknown, edge: unknown, log
       host: async () => address,
       port: config.PIER_COMPUTE_ACTIVATOR_PORT,
       announce: (host, port) => (edge.activator = { addresses: [host], port }),
-      autoscales: false,
+      scalesWorkers: false,
       // Workers are the HorizontalPodAutoscaler's here.
       cpu: async () => [],
     };
@@ -107,7 +107,7 @@ export async function createElastic(
   place.announce(host, listening);
   logger.info({ address: `${host}:${listening}`, cluster: ctx.cluster.kind }, 'elastic services: the activator listens for the edge');
   const port: ElasticPort = {
-    autoscales: place.autoscales,
+    scalesWorkers: place.scalesWorkers,
     async scale(spec, replicas) {
       try {
         await cluster.scale(spec, replicas);

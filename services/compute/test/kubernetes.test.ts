@@ -188,6 +188,17 @@ describe('kubernetes adapter', () => {
     expect(fake.invalid).toEqual([]);
   });
 
+  it('writes no autoscaler for a service whose replicas the elastic controller chooses (scaled on its requests)', async () => {
+    const s = { ...spec({ name: 'counted', min_replicas: 1, max_replicas: 4, target_concurrency: 5 }), replicas: 2 };
+    await cluster.apply({ ...s, replicas: undefined });
+    expect(fake.get('autoscaling/v2', 'HorizontalPodAutoscaler', ns, 'counted')).toBeDefined();
+    // Taken over by the controller: its count, and the HPA that would fight it removed.
+    await cluster.apply(s);
+    expect(fake.get('apps/v1', 'Deployment', ns, 'counted')!.spec.replicas).toBe(2);
+    expect(fake.get('autoscaling/v2', 'HorizontalPodAutoscaler', ns, 'counted')).toBeUndefined();
+    expect(fake.invalid).toEqual([]);
+  });
+
   it('claims a volume for a disk and mounts it, recreating rather than rolling', async () => {
     const s = spec({ name: 'db-ish', disk_size_gb: 5, disk_mount_path: '/data' });
     await cluster.apply(s);
@@ -226,7 +237,6 @@ describe('kubernetes adapter', () => {
     const s = spec({ name: 'idle', deployment_mode: 'on_demand', min_replicas: 0, max_replicas: 3 });
     await cluster.apply(s);
     expect(fake.get('apps/v1', 'Deployment', ns, 'idle')!.spec.replicas).toBe(0);
-    expect(fake.get('autoscaling/v2', 'HorizontalPodAutoscaler', ns, 'idle')!.spec.minReplicas).toBe(1);
     expect(await observe(s)).toMatchObject({ phase: 'scaled' });
   });
 

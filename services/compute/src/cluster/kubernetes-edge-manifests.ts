@@ -1,8 +1,8 @@
 // The Kubernetes objects of the edge: an Ingress per web service (its own host and its
 // custom domains), a cert-manager Certificate per custom domain and, in a VPC's namespace
-// with on_demand services, the Service their Ingresses point at instead of their own: its
+// with elastic web services, the Service their Ingresses point at instead of their own: its
 // EndpointSlice is compute's activator (edge/activator.ts), which holds a request while the
-// service wakes. Pure functions: the adapter sends them, the tests validate them against
+// service wakes and counts the requests it autoscales on. Pure functions: the adapter sends them, the tests validate them against
 // the schemas and the CRDs.
 import { createHash } from 'node:crypto';
 import { vpcNamespace } from '@pier/kit';
@@ -48,7 +48,7 @@ export interface ActivatorEndpoint {
   port: number;
 }
 
-/** The activator's Service in each VPC namespace that has an on_demand service (its name starts with `pier-`, which no service may). */
+/** The activator's Service in each VPC namespace that has an elastic web service (its name starts with `pier-`, which no service may). */
 export const ACTIVATOR_SERVICE = 'pier-activator';
 const ACTIVATOR_SERVICE_PORT = 80;
 
@@ -86,7 +86,7 @@ export function activatorEndpointsManifest(vpcId: string, a: ActivatorEndpoint):
   };
 }
 
-/** The Ingress of a web service; `viaActivator`: to the activator's Service (an on_demand service, which may be asleep). */
+/** The Ingress of a web service; `viaActivator`: to the activator's Service (an elastic service: it may be asleep, and its requests are counted). */
 export function ingressManifest(r: EdgeRoute, s: IngressSettings, viaActivator = false): Manifest {
   const backend = viaActivator
     ? { service: { name: ACTIVATOR_SERVICE, port: { number: ACTIVATOR_SERVICE_PORT } } }

@@ -1,8 +1,9 @@
 // The edge on the kubernetes adapter: the cluster's ingress controller routes, cert-manager
 // issues and renews. Pier writes an Ingress per web service and a Certificate per custom
 // domain, and reads the Certificate's Ready condition for the domain's TLS state. With the
-// activator on (elastic-wiring.ts), an on_demand service's Ingress points at the activator's
-// Service in its namespace, and the activator finds the service by Host through routeFor.
+// activator on (elastic-wiring.ts), the Ingress of an elastic web service (on_demand, or
+// autoscaled on its requests) points at the activator's Service in its namespace, and the
+// activator finds the service by Host through routeFor.
 import { createHash } from 'node:crypto';
 import { type KubeConfig, KubernetesObjectApi, PatchStrategy, type KubernetesObject } from '@kubernetes/client-node';
 import { isKubernetesNotFound, vpcNamespace, type Logger } from '@pier/kit';
@@ -36,7 +37,7 @@ export class KubernetesEdge implements EdgePort {
   private readonly applied = new Map<string, string>();
   /** The activator's Service and EndpointSlice as last applied, by namespace. */
   private readonly activatorApplied = new Map<string, string>();
-  /** The on_demand services' hosts, as the last sync routed them to the activator. */
+  /** The elastic services' hosts, as the last sync routed them to the activator. */
   private hosts = new Map<string, ActivatorTarget>();
   /** Where the activator listens (elastic-wiring.ts); null: none, every Ingress points at its service. */
   activator: ActivatorEndpoint | null = null;
@@ -69,7 +70,7 @@ export class KubernetesEdge implements EdgePort {
     }
   }
 
-  /** The on_demand service a request's Host names (the activator's `route`), or null. */
+  /** The elastic service a request's Host names (the activator's `route`), or null. */
   routeFor(host: string): ActivatorTarget | null {
     return this.hosts.get(host) ?? null;
   }

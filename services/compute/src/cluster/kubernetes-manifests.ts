@@ -196,10 +196,14 @@ function podTemplate(spec: WorkloadSpec, role: 'replica' | 'run') {
   };
 }
 
-/** An HPA when the service may grow past its floor; HPAs never act on zero replicas, so the floor is at least 1. */
+/**
+ * An HPA when the service may grow past its floor and the elastic controller does not
+ * choose its replicas (`spec.replicas`: web services behind the activator, scaled on their
+ * requests); HPAs never act on zero replicas, so the floor is at least 1.
+ */
 export function wantsAutoscaler(spec: WorkloadSpec): boolean {
   const c = spec.config;
-  return c.service_type !== 'cron' && c.max_replicas !== null && c.max_replicas > Math.max(1, c.min_replicas);
+  return spec.replicas === undefined && c.service_type !== 'cron' && c.max_replicas !== null && c.max_replicas > Math.max(1, c.min_replicas);
 }
 
 export function deploymentManifest(spec: WorkloadSpec): Manifest {
@@ -213,7 +217,7 @@ export function deploymentManifest(spec: WorkloadSpec): Manifest {
     revisionHistoryLimit: 3,
   };
   // With an autoscaler the replica count is its to set (sending ours would fight it), except
-  // at zero and when the elastic controller chose it (an on_demand service put to sleep or woken).
+  // at zero; the elastic controller's count is sent as it chose it.
   if (spec.replicas !== undefined) body.replicas = spec.replicas;
   else if (!wantsAutoscaler(spec) || c.min_replicas === 0) body.replicas = c.min_replicas;
   return { apiVersion: 'apps/v1', kind: 'Deployment', metadata: meta(spec, spec.serviceName), spec: body };

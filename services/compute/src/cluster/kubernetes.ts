@@ -1,6 +1,7 @@
 import { type KubeConfig, KubernetesObjectApi, PatchStrategy, VersionApi, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
-// Not re-exported by the package root; the generic object API serializes bodies through it.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { observed, type ClusterCallObserver } from './call-metrics.ts';
+// Not re-exported by the package root; the generic object API serializes bodies through it.
 import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
 import { clusterUnavailable, isKubernetesNotFound, kubernetesFault, vpcNamespace, type Logger } from '@pier/kit';
 import { kubeConfigFrom, kubernetesApiConfiguration } from '@pier/kit/kubernetes';
@@ -56,6 +57,12 @@ export function kubernetesError(err: unknown, what: string): Error {
 }
 
 /** The client's model name for a manifest: `apps/v1` Deployment -> `V1Deployment`. */
+/** Kubernetes' annotation for which pods a shrinking ReplicaSet deletes first (the lowest cost). */
+const POD_DELETION_COST = 'controller.kubernetes.io/pod-deletion-cost';
+const LEAVING_COST = '-1000';
+/** How long a scale-down waits for the ReplicaSet to delete the pods over the count. */
+const SCALE_DOWN_WAIT_MS = 15_000;
+
 export function modelTypeOf(m: Manifest): string {
   const version = m.apiVersion.split('/').pop()!;
   return `${version.charAt(0).toUpperCase()}${version.slice(1)}${m.kind}`;
@@ -231,26 +238,53 @@ export class KubernetesCluster implements ClusterPort {
   }
 
   /**
-   * The elastic controller's scale (sleep and wake of on_demand services): the Deployment
+   * The elastic controller's scale (sleep, wake and autoscaling on requests): the Deployment
    * applied again with that many replicas, the object a rollout writes, so nothing else of
-   * it changes. A Deployment at 0 also stops its HorizontalPodAutoscaler, which acts again
-   * once it runs a replica.
+   * it changes. Shrinking, the pods the activator drained (from index `replicas` up, in
+   * replicaAddresses' order) are marked with a low pod-deletion-cost first, so the
+   * ReplicaSet stops those and not a pod with requests in flight. Resolves once the pods
+   * over the count are going (deleted), so the activator's next listing no longer has them.
    */
   async scale(spec: WorkloadSpec, replicas: number): Promise<void> {
+    if (replicas > 0) await this.markLeaving(spec, replicas);
     await this.serverSideApply(deploymentManifest({ ...spec, replicas }));
+    const deadline = Date.now() + SCALE_DOWN_WAIT_MS;
+    while ((await this.runningPods(spec.serviceId, spec.vpcId)).length > replicas && Date.now() < deadline) await sleep(200);
   }
 
-  /** The service's running pods that are not going away, with their addresses: where the activator sends requests. */
-  async replicaAddresses(serviceId: string, vpcId: string): Promise<{ id: string; index: number; address: string }[]> {
+  /** The service's running pods that are not going away, in a stable order (by uid). */
+  private async runningPods(serviceId: string, vpcId: string): Promise<V1Pod[]> {
     const selector = `${POD_SELECTOR},${K8S_LABEL.service}=${serviceId}`;
     const list = await this.call('list pods', () =>
       this.objects.list<V1Pod>('v1', 'Pod', vpcNamespace(vpcId), undefined, undefined, undefined, undefined, selector),
     );
     return list.items
       .filter((p) => !p.metadata?.deletionTimestamp && p.status?.phase === 'Running' && p.status.podIP)
-      .map((p) => ({ id: p.metadata!.uid ?? p.metadata!.name!, address: p.status!.podIP! }))
-      .sort((a, b) => a.id.localeCompare(b.id))
-      .map((r, index) => ({ ...r, index }));
+      .sort((a, b) => (a.metadata?.uid ?? '').localeCompare(b.metadata?.uid ?? ''));
+  }
+
+  /** Pods from index `keep` up get the deletion cost that makes the ReplicaSet stop them first; the others lose it. */
+  private async markLeaving(spec: WorkloadSpec, keep: number): Promise<void> {
+    const pods = await this.runningPods(spec.serviceId, spec.vpcId);
+    for (const [index, pod] of pods.entries()) {
+      const leaving = index >= keep;
+      if (leaving === (pod.metadata?.annotations?.[POD_DELETION_COST] !== undefined)) continue;
+      // Applied as compute's own field: applying it again without the annotation removes it.
+      const mark: Manifest = {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: pod.metadata!.name!, namespace: pod.metadata!.namespace!, annotations: leaving ? { [POD_DELETION_COST]: LEAVING_COST } : {} },
+      };
+      // A pod that went meanwhile needs no mark; the scale goes on either way.
+      await this.serverSideApply(mark).catch((err: unknown) =>
+        this.log.warn({ service: spec.serviceId, pod: mark.metadata.name, err: String(err) }, 'could not mark a pod to be stopped first'),
+      );
+    }
+  }
+
+  /** The service's running pods that are not going away, with their addresses: where the activator sends requests. */
+  async replicaAddresses(serviceId: string, vpcId: string): Promise<{ id: string; index: number; address: string }[]> {
+    return (await this.runningPods(serviceId, vpcId)).map((p, index) => ({ id: p.metadata!.uid ?? p.metadata!.name!, index, address: p.status!.podIP! }));
   }
 
   async observeMany(scope: VpcScope, targets: ObserveTarget[]): Promise<ObserveResult> {

@@ -194,7 +194,10 @@ export class Activator {
         const next = new Map<string, Replica>();
         for (const f of found) {
           const known = s.replicas.get(f.id);
-          next.set(f.id, known && known.address === f.address ? known : { ...f, ready: false, probing: false, draining: false, inFlight: 0 });
+          // A kept replica takes its index from this listing: on kubernetes the order of pods
+          // shifts as pods come and go, and a scale-down drains the ones the cluster will stop.
+          if (known && known.address === f.address) next.set(f.id, Object.assign(known, { index: f.index }));
+          else next.set(f.id, { ...f, ready: false, probing: false, draining: false, inFlight: 0 });
         }
         s.replicas = next;
         s.listedAt = Date.now();

@@ -15,6 +15,7 @@
 //   scale-down delay (PIER_COMPUTE_AUTOSCALE_DOWN_DELAY_SECONDS), replicas drained first.
 // - Workers: wanted = ceil(current × average CPU use / target), read every CPU_SAMPLE_MS,
 //   up and down as above. They take no requests, so they never sleep (on_demand is web only).
+//   On kubernetes the HorizontalPodAutoscaler scales them (ElasticPort.scalesWorkers).
 import { Periodic, type Logger, type PierEvent } from '@pier/kit';
 import type { ComputeContext } from '../context.ts';
 import { specOf } from '../context.ts';
@@ -49,7 +50,7 @@ const PEAK_WINDOW_MS = 3_000;
 /** The replica count a rollout starts a service with: awake at its floor when the controller manages it here, else min_replicas (null). */
 export function rolloutReplicas(ctx: Pick<ComputeContext, 'elastic'>, config: ServiceConfig): number | null {
   if (!ctx.elastic) return null;
-  const managed = ctx.elastic.autoscales ? isElastic(config) : config.deployment_mode === 'on_demand';
+  const managed = isElastic(config) && (config.service_type === 'web' || ctx.elastic.scalesWorkers);
   return managed ? replicaFloor(config) : null;
 }
 
@@ -127,7 +128,7 @@ export class ElasticController {
     const now = this.ctx.now().getTime();
     const seen = this.seen.get(s.id) ?? { lastActiveAt: now, peaks: [], lowSince: null };
     this.seen.set(s.id, seen);
-    if (s.service_type === 'worker') return this.ctx.elastic.autoscales ? this.judgeCpu(s, seen, now) : undefined;
+    if (s.service_type === 'worker') return this.ctx.elastic.scalesWorkers ? this.judgeCpu(s, seen, now) : undefined;
     const traffic = this.ctx.elastic.traffic(s.id);
     if (traffic.inFlight > 0) seen.lastActiveAt = now;
     seen.lastActiveAt = Math.max(seen.lastActiveAt, traffic.lastActiveAt);
@@ -145,9 +146,6 @@ export class ElasticController {
       await this.ctx.locks.run(s.id, () => this.sleep(s.id, Math.round(idleMs / 1000)));
       return;
     }
-    // Awake, the cluster's autoscaler has it (kubernetes).
-    if (!this.ctx.elastic.autoscales) return;
-
     const peak = Math.max(...seen.peaks.map((p) => p.peak));
     const target = `target ${s.target_concurrency} per replica`;
     await this.follow(s.id, seen, now, current, wantedReplicas(s, peak), {

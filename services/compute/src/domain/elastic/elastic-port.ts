@@ -2,8 +2,8 @@
 // run a number of a deployment's replicas and to say how much CPU a worker's replicas use,
 // and the edge's activator, which sees every request of an elastic web service
 // (edge/activator.ts), to say how busy each service is and to stop sending to replicas
-// about to go. On docker the controller also autoscales; on kubernetes it only puts
-// on_demand services to sleep and wakes them, and the HorizontalPodAutoscaler scales.
+// about to go. The controller scales web services on both clusters; workers on docker
+// only, as the HorizontalPodAutoscaler scales them on kubernetes.
 import type { WorkloadSpec } from '../cluster-port.ts';
 
 export interface ServiceTraffic {
@@ -17,11 +17,11 @@ export interface ServiceTraffic {
 
 export interface ElasticPort {
   /**
-   * True: the controller scales services between their floor and max_replicas (docker).
-   * False: it only puts on_demand services to sleep and wakes them; the cluster's own
-   * autoscaler (kubernetes' HorizontalPodAutoscaler, on CPU) does the rest.
+   * True: the controller also scales workers, on the CPU `cpu` reads (docker). False: the
+   * cluster's own autoscaler does (kubernetes' HorizontalPodAutoscaler, on CPU). Web
+   * services are always the controller's: the activator counts their requests.
    */
-  readonly autoscales: boolean;
+  readonly scalesWorkers: boolean;
   /** Runs replicas 0..n-1 of the spec's deployment; those from n up are stopped (kept for the next start). */
   scale(spec: WorkloadSpec, replicas: number): Promise<void>;
   /** The service's traffic as the activator counts it; reading resets `peak`. */
