@@ -9,10 +9,11 @@ import type { Api } from '../support/platform.ts';
 
 export { inVpc, mysqlCli, psql, run, RUN_LABELS, type Run } from '@pier/testing';
 
-/** Environment of the databases service in these tests: its containers carry the run's labels. */
+/** Environment of the databases service in these tests: its containers carry the run's labels; with a domain, the PostgreSQL listener takes any free port. */
 export const DATABASES_ENV = {
   PIER_DATABASES_CONTAINER_LABELS: RUN_LABELS.join(','),
   PIER_DATABASES_BACKUP_VOLUME: TEST_BACKUP_VOLUME,
+  PIER_DATABASES_POSTGRES_EXTERNAL_PORT: '0',
 };
 
 /** A non-loopback IPv4 address of this machine: connections to it keep it as their source. */

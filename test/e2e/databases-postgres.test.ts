@@ -6,6 +6,7 @@ import os from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { signIdentity, importIdentityKey } from '@pier/kit';
+import { until } from '@pier/testing';
 import { startPlatform, type Api, type Platform } from '../support/platform.ts';
 import {
   DATABASES_ENV,
@@ -31,8 +32,11 @@ let shortId: string;
 let conn: Record<string, any>;
 
 const one = () => `${base}/${id}`;
-/** psql to the published port through `via`, keeping the returned URL (hostaddr skips DNS). */
-const external = (url: string, via: string, sql = 'select current_user') => psql(`${url}?hostaddr=${via}`, sql);
+/**
+ * psql to Pier's PostgreSQL listener through `via`, keeping the returned URL: hostaddr skips
+ * DNS, and libpq still sends the URL's host name as TLS SNI, which the listener routes by.
+ */
+const external = (url: string, via: string, sql = 'select current_user', params = '') => psql(`${url}?hostaddr=${via}${params}`, sql);
 const internal = (url: string, sql = 'select current_database()') =>
   inVpc(p.bootstrap.vpcId, 'pier/pg-managed:15', ['psql', '-X', '-tA', '-d', url, '-c', sql]);
 
@@ -153,6 +157,18 @@ describe('a PostgreSQL database', () => {
     }
     const r = await external(conn.external_url, '127.0.0.1');
     expect(r).toMatchObject({ code: 0, stdout: `${user}\n` });
+    // Through the listener on the one port, encrypted end to end with the server's own key;
+    // the server itself publishes no port.
+    const tls = await external(conn.external_url, '127.0.0.1', 'select ssl from pg_stat_ssl where pid = pg_backend_pid()', '&sslmode=require');
+    expect(tls).toMatchObject({ code: 0, stdout: 't\n' });
+    expect((await inspect(`pier-db-${id}`)).HostConfig.PortBindings).toEqual({});
+    // A client that will not use TLS is told how to connect.
+    const plain = await external(conn.external_url, '127.0.0.1', 'select 1', '&sslmode=disable');
+    expect(plain.code).not.toBe(0);
+    expect(plain.stderr).toContain('connect with sslmode=require');
+    // Another database's name in the domain, or none of ours, reaches nothing.
+    const stranger = await external(conn.external_url.replace(`@${shortId}.`, '@0badc0de.'), '127.0.0.1');
+    expect(stranger.code).not.toBe(0);
   });
 
   it('runs one statement in the SQL console, with types, a row cap and a timeout', async () => {
@@ -260,7 +276,7 @@ describe('a PostgreSQL database', () => {
     expect(after.body.items.some((i: { query: string }) => i.query.includes('pg_sleep'))).toBe(false);
   });
 
-  it('enforces the IP allowlist in pg_hba.conf: listed addresses in, others out, the VPC always in', async () => {
+  it("enforces the IP allowlist on the client's own address: listed addresses in, others out, the VPC always in", async () => {
     const listed = localAddress();
     const rules = `${one()}/ip-allowlist`;
     expect((await owner.get(rules)).body).toEqual({ items: [], next_cursor: null });
@@ -282,13 +298,11 @@ describe('a PostgreSQL database', () => {
     expect(v6.body.cidr).toBe('2001:db8::/48');
     expect((await owner.post(rules, { cidr: `${listed}/32` })).status).toBe(409);
 
-    // A connection to this machine's own address keeps that address as its source
-    // (iptables DNAT): listed. Through 127.0.0.1, docker-proxy relays it from the
-    // network's gateway: not listed.
+    // The listener judges the client's own address: this machine's address is listed,
+    // 127.0.0.1 is not (the listener closes the connection; the server never sees it).
     expect(await external(conn.external_url, listed)).toMatchObject({ code: 0 });
     const refused = await external(conn.external_url, '127.0.0.1');
     expect(refused.code).not.toBe(0);
-    expect(refused.stderr).toMatch(/pg_hba\.conf rejects connection for host "[0-9.]+", user "app_/);
     expect((await internal(conn.database_url)).code).toBe(0);
     // The console keeps working: the control plane has its own role.
     expect((await owner.post(`${one()}/query`, { sql: 'select 1' })).status).toBe(200);
@@ -345,6 +359,24 @@ describe('a PostgreSQL database', () => {
     expect(again.external_host).toBe(`${shortId}.${DOMAIN}`);
     expect((await external(again.external_url, '127.0.0.1')).code).toBe(0);
   });
+
+  it('sends external_url_ro to a replica through the listener, by its -ro name', async () => {
+    const scaled = await owner.patch(`${one()}/replicas`, { replicas: 1 });
+    expect(scaled.status, JSON.stringify(scaled.body)).toBe(202);
+    const c = (await owner.get(`${one()}/connection`)).body;
+    expect(c.external_url_ro).toBe(`postgresql://app_${shortId}:${c.password}@${shortId}-ro.${DOMAIN}:${c.external_port}/${shortId}`);
+    expect(c.external_port_ro).toBe(c.external_port);
+    // Once the replica is healthy the -ro name reaches it (the primary before that).
+    const ro = await until(
+      () => external(c.external_url_ro, '127.0.0.1', 'select pg_is_in_recovery()'),
+      (r) => r.stdout.trim() === 't',
+      120_000,
+      1_000,
+    );
+    expect(ro.code).toBe(0);
+    expect((await external(c.external_url, '127.0.0.1', 'select pg_is_in_recovery()')).stdout.trim()).toBe('f');
+    expect((await owner.patch(`${one()}/replicas`, { replicas: 0 })).status).toBe(202);
+  }, 240_000);
 
   it('answers 404 for unknown or malformed ids', async () => {
     for (const bad of ['nope', '00000000-0000-4000-8000-000000000000']) {

@@ -23,6 +23,20 @@ set -Eeuo pipefail
 source /usr/local/lib/pier-pg-lib.sh
 
 hba=$data/pier/pg_hba.conf
+# TLS for every server and replica: a key of its own, made on first start and kept in the
+# volume (never in the image, which every database shares). Clients outside reach it
+# through Pier's SNI listener, which passes TLS through untouched (sslmode=require).
+tls=$data/pier/tls
+tls_options=(-c ssl=on -c "ssl_cert_file=$tls/server.crt" -c "ssl_key_file=$tls/server.key")
+
+make_tls_key() {
+  [[ -s $tls/server.key && -s $tls/server.crt ]] && return
+  mkdir -p "$tls"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3650 \
+    -subj "/CN=${PIER_DB_NAME:-pier-database}" -keyout "$tls/server.key" -out "$tls/server.crt" 2>/dev/null
+  chown -R postgres:postgres "$tls"
+  chmod 600 "$tls/server.key"
+}
 
 run_as_postgres() {
   exec setpriv --reuid=postgres --regid=postgres --init-groups "$@"
@@ -173,6 +187,7 @@ if [[ $(id -u) == 0 ]]; then
   chmod 600 "$hba"
   if [[ -d $PGDATA ]]; then find "$PGDATA" \! -user postgres -exec chown postgres:postgres '{}' +; fi
   rm -f "$data/pier/start-error"
+  make_tls_key
   date -u +%s >"$data/pier/booted-at"
   # Its own repository (a named volume is root's when new), and the configurations.
   if [[ ${PIER_BACKUP_REPO:-volume} == volume && -d /var/lib/pgbackrest ]]; then chown postgres:postgres /var/lib/pgbackrest; fi
@@ -184,7 +199,7 @@ fi
 if [[ $role == replica ]]; then
   # Done once: a clone that finished has standby.signal; one interrupted is redone.
   [[ -e $PGDATA/standby.signal ]] || clone_replica
-  exec postgres
+  exec postgres "${tls_options[@]}"
 fi
 
 if [[ ! -s $PGDATA/PG_VERSION || -e $data/pier/restoring ]]; then
@@ -205,4 +220,4 @@ printf '%s' "$PIER_APP_PASSWORD:$PIER_CONSOLE_PASSWORD" | sha256sum | cut -c1-64
 # reports the error.
 pgbackrest --config="$CONF" --stanza=db --no-online stanza-create >/dev/null 2>&1 || echo "pgBackRest stanza not created yet (repository unreachable?)" >&2
 mapfile -t archiving < <(archive_options)
-exec postgres "${archiving[@]}"
+exec postgres "${archiving[@]}" "${tls_options[@]}"

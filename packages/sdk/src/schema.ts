@@ -3965,6 +3965,8 @@ export interface paths {
                             external_host: string | null;
                             external_host_ro: string | null;
                             external_port: number | null;
+                            /** @description external_host_ro's port: replica 1's on docker, else external_port */
+                            external_port_ro: number | null;
                             external_url: string | null;
                             external_url_ro: string | null;
                         };

@@ -44,6 +44,12 @@ export const databasesEnv = serviceEnv.extend({
    * given to clients is this one, or 127.0.0.1 when it is a wildcard (0.0.0.0, ::).
    */
   PIER_DATABASES_PUBLISH_ADDRESS: z.string().min(1).default('0.0.0.0'),
+  /**
+   * docker, with PIER_POSTGRES_EXTERNAL_DOMAIN: the port of Pier's PostgreSQL listener,
+   * which routes every database's external clients by TLS server name (SNI), on
+   * PIER_DATABASES_PUBLISH_ADDRESS (0: any free port, as tests use).
+   */
+  PIER_DATABASES_POSTGRES_EXTERNAL_PORT: port(5432),
   /** kubernetes: kubeconfig file; without it the in-cluster service account (or $KUBECONFIG). */
   PIER_KUBECONFIG: z.string().min(1).optional(),
   /** kubernetes: StorageClass of database volumes (cluster default when unset). */

@@ -13,6 +13,7 @@ import { databasesReconciler } from './domain/reconciler.ts';
 import { BackupWorker } from './domain/backup-worker.ts';
 import { GrpcVpcDirectory, UnconfiguredVpcDirectory } from './clients/auth-vpcs.ts';
 import { databasesRoutes } from './app.ts';
+import { startPostgresListener } from './listener-wiring.ts';
 
 export interface StartOptions {
   /**
@@ -47,8 +48,11 @@ export function start(config: DatabasesConfig, options: StartOptions = {}): Prom
       const store = new KnexDatabasesStore(db);
       const installation = await store.installationId();
       // Timed at the port's grain (apply, observe, backup…): the adapters call client libraries directly.
-      const cluster = timedPort(options.cluster?.(installation) ?? createCluster(config, installation), 'cluster', clusterCallMetric(metrics));
+      const adapter = options.cluster?.(installation) ?? createCluster(config, installation);
+      const cluster = timedPort(adapter, 'cluster', clusterCallMetric(metrics));
       onStop('cluster adapter', () => cluster.close());
+      const listener = await startPostgresListener(config, adapter, { store }, logger);
+      if (listener) onStop('postgres listener', () => listener.close());
       const postgresSql = new PostgresSql();
       onStop('console sessions', () => postgresSql.close());
       let vpcs: GrpcVpcDirectory | UnconfiguredVpcDirectory = new UnconfiguredVpcDirectory();

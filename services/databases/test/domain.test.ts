@@ -103,6 +103,13 @@ describe('access rendering', () => {
     expect(listed.indexOf('host all pier_console 172.18.0.1/32')).toBeLessThan(listed.indexOf('host all pier_console all reject'));
   });
 
+  it("admits the app user at the host address whenever external access is on when Pier's listener is the way in (it judged the allowlist)", () => {
+    const listed = renderPgHba(policy({ externalAccess: true, rules: ['192.0.2.0/24'], externalListener: true }));
+    expect(listed).toContain('host all all 172.18.0.1/32 scram-sha-256');
+    const closed = renderPgHba(policy({ externalAccess: false, externalListener: true }));
+    expect(closed).toContain('host all all 172.18.0.1/32 reject');
+  });
+
   it('maps rules to MySQL account hosts and locks the host address when it is not admitted', () => {
     const sql = renderMysqlAccess(policy({ engine: 'mysql', externalAccess: true, rules: ['192.0.2.0/24'] }), { app: 'p', console: 'c', replication: 'r' });
     expect(sql).toContain("CREATE USER 'app_abcd1234'@'172.18.0.1' IDENTIFIED BY 'p' ACCOUNT LOCK;");
@@ -160,7 +167,11 @@ describe('connection details', () => {
 
   it('falls back to the address the cluster reports when no domain is configured', () => {
     const published = { ...endpoints, externalPort: 49153, externalAddress: '127.0.0.1' };
-    expect(externalEndpoint('abcd1234', true, published, undefined)).toEqual({ host: '127.0.0.1', hostRo: '127.0.0.1', port: 49153 });
+    expect(externalEndpoint('abcd1234', true, published, undefined)).toEqual({ host: '127.0.0.1', hostRo: '127.0.0.1', port: 49153, portRo: 49153 });
+    // A replica with a published port of its own takes the reads.
+    const withReplica = connectionJson(details('postgresql', externalEndpoint('abcd1234', true, { ...published, externalPortRo: 49154 }, undefined)));
+    expect(withReplica).toMatchObject({ external_port: 49153, external_port_ro: 49154 });
+    expect(withReplica.external_url_ro).toBe('postgresql://app_abcd1234:s3cret@127.0.0.1:49154/abcd1234');
     // A load balancer without an address yet: no external details rather than a host that does not answer.
     expect(externalEndpoint('abcd1234', true, endpoints, undefined)).toBeNull();
   });

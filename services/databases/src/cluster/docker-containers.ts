@@ -51,7 +51,8 @@ export interface ContainerSecrets {
 export interface ContainerSettings {
   image: string;
   network: string;
-  publishAddress: string;
+  /** Host address external-access ports are published on; null: none is (Pier's SNI listener is the way in). */
+  publishAddress: string | null;
   labels: Record<string, string>;
   healthIntervalMs: number;
   /** The engine host's CPU count: Docker refuses a CPU limit above it. */
@@ -128,7 +129,7 @@ export function serverContainer(db: ClusterDatabase, secrets: ContainerSecrets, 
     Labels: {
       ...s.labels,
       'pier.component': 'server',
-      'pier.external': String(db.externalAccessEnabled),
+      'pier.external': String(serverPublished(db, s)),
       ...(db.restore && !s.restored && s.repository.kind === 'volume' ? { [RESTORE_SOURCE_LABEL]: db.restore.source.id } : {}),
     },
     ExposedPorts: { [port]: {} },
@@ -136,7 +137,7 @@ export function serverContainer(db: ClusterDatabase, secrets: ContainerSecrets, 
     HostConfig: {
       ...serverHostConfig(db, volumeName(db), s, true),
       // External access = a port published on the host; docker picks a free one.
-      PortBindings: db.externalAccessEnabled ? { [port]: [{ HostIp: s.publishAddress, HostPort: '' }] } : {},
+      PortBindings: serverPublished(db, s) ? { [port]: [{ HostIp: s.publishAddress!, HostPort: '' }] } : {},
     },
     NetworkingConfig: { EndpointsConfig: { [s.network]: { Aliases: [names.rw] } } },
   };
@@ -155,6 +156,7 @@ export function replicaContainer(
   s: ContainerSettings,
 ): Docker.ContainerCreateOptions {
   const names = hostNames(db.shortId);
+  const port = `${ENGINE_PORT[db.engine]}/tcp`;
   const env = [
     `PIER_PRIMARY_HOST=${names.rw}`,
     `PIER_REPLICATION_PASSWORD=${secrets.replicationPassword}`,
@@ -170,12 +172,27 @@ export function replicaContainer(
     Hostname: names.replica(n),
     Cmd: ['replica'],
     Env: env,
-    Labels: { ...s.labels, 'pier.component': 'replica', 'pier.replica': String(n) },
+    Labels: { ...s.labels, 'pier.component': 'replica', 'pier.replica': String(n), 'pier.external': String(replicaPublished(db, n, s)) },
+    ExposedPorts: { [port]: {} },
     Healthcheck: healthcheck(SERVER_HEALTH, s.healthIntervalMs),
-    HostConfig: serverHostConfig(db, replicaName(db, n), s, false),
+    HostConfig: {
+      ...serverHostConfig(db, replicaName(db, n), s, false),
+      PortBindings: replicaPublished(db, n, s) ? { [port]: [{ HostIp: s.publishAddress!, HostPort: '' }] } : {},
+    },
     NetworkingConfig: { EndpointsConfig: { [s.network]: { Aliases: [names.ro, names.replica(n)] } } },
   };
 }
+
+/** With external access on, the server publishes its port (unless the SNI listener is the way in). */
+export const serverPublished = (db: Pick<ClusterDatabase, 'externalAccessEnabled'>, s: Pick<ContainerSettings, 'publishAddress'>) =>
+  db.externalAccessEnabled && s.publishAddress !== null;
+
+/**
+ * Replica 1 publishes its port too: `external_host_ro` reads from it, as `read_only_host`
+ * does inside the VPC (the others serve that name alone).
+ */
+export const replicaPublished = (db: Pick<ClusterDatabase, 'externalAccessEnabled'>, n: number, s: Pick<ContainerSettings, 'publishAddress'>) =>
+  serverPublished(db, s) && n === 1;
 
 /** postgresql: the replication slot the primary keeps for replica `n`. */
 export const replicaSlot = (n: number) => `replica_${n}`;

@@ -22,6 +22,8 @@ import {
   poolerName,
   replicaContainer,
   replicaCount,
+  replicaPublished,
+  serverPublished,
   replicaName,
   replicaSlot,
   resourceUpdate,
@@ -48,6 +50,13 @@ export interface DockerClusterOptions {
   mysqlImage: string;
   /** Host address external-access ports are published on. */
   publishAddress: string;
+  /**
+   * PostgreSQL's external endpoint is Pier's SNI listener (edge/postgres-listener.ts,
+   * started with an external domain): its servers publish no port, and their pg_hba admits
+   * the app user from the host, where the listener connects from once it judged the
+   * allowlist. Its port is set once it listens (`postgresListenerPort`).
+   */
+  postgresListener?: boolean;
   /** Extra labels on everything the adapter creates (tests mark theirs). */
   labels?: Record<string, string>;
   healthIntervalMs?: number;
@@ -73,6 +82,12 @@ function reachableAddress(publishAddress: string): string {
   return publishAddress === '0.0.0.0' || publishAddress === '::' ? '127.0.0.1' : publishAddress;
 }
 
+/** The host port a container's `port` is published on, if any. */
+function publishedPort(info: Docker.ContainerInspectInfo, port: number): number | undefined {
+  const bound = (info.NetworkSettings.Ports?.[`${port}/tcp`] ?? []).find((b) => b.HostPort)?.HostPort;
+  return bound ? Number(bound) : undefined;
+}
+
 const INSTALLATION_LABEL = 'pier.installation';
 
 /** A command's result, or its failure as the cluster failing (503), in the command's last words. */
@@ -85,6 +100,9 @@ function succeeded(result: ExecResult, what: string): ExecResult {
 export class DockerCluster implements DatabaseCluster {
   readonly capabilities = CAPABILITIES;
   private readonly docker: Docker;
+
+  /** Where Pier's PostgreSQL SNI listener listens, once it does (`postgresListener`). */
+  postgresListenerPort: number | null = null;
 
   constructor(private readonly opts: DockerClusterOptions) {
     this.docker = opts.docker ?? new Docker();
@@ -110,6 +128,16 @@ export class DockerCluster implements DatabaseCluster {
     return this.cpus;
   }
 
+  /** Whether PostgreSQL's clients outside come through Pier's SNI listener (listener-wiring.ts starts it). */
+  get listensForPostgres(): boolean {
+    return this.opts.postgresListener === true;
+  }
+
+  /** Whether clients outside reach this engine's databases through Pier's SNI listener. */
+  private listens(engine: Engine): boolean {
+    return engine === 'postgresql' && this.listensForPostgres;
+  }
+
   private image(engine: Engine): string {
     return engine === 'postgresql' ? this.opts.postgresImage : this.opts.mysqlImage;
   }
@@ -119,7 +147,7 @@ export class DockerCluster implements DatabaseCluster {
       hostCpus,
       image: this.image(db.engine),
       network: vpcNetwork(db.vpcId),
-      publishAddress: this.opts.publishAddress,
+      publishAddress: this.listens(db.engine) ? null : this.opts.publishAddress,
       labels: this.labels(db),
       healthIntervalMs: this.opts.healthIntervalMs ?? 1000,
       repository: this.opts.repository,
@@ -210,6 +238,7 @@ export class DockerCluster implements DatabaseCluster {
       hostAddresses: net.gateways.map((g) => `${g}/32`),
       externalAccess: db.externalAccessEnabled,
       rules: db.allowlist,
+      externalListener: this.listens(db.engine),
     };
   }
 
@@ -249,7 +278,7 @@ export class DockerCluster implements DatabaseCluster {
           replicationPassword: env.PIER_REPLICATION_PASSWORD ?? password(),
         };
         const shared = this.mountsSharedRepository(existing);
-        if (existing.Config.Labels?.['pier.external'] !== String(db.externalAccessEnabled) || shared) {
+        if (existing.Config.Labels?.['pier.external'] !== String(serverPublished(db, settings)) || shared) {
           // Published ports and mounts are fixed at creation: publishing or withdrawing one
           // (or a server made when every database mounted the one repository volume) means
           // a new container around the same volume and credentials.
@@ -305,6 +334,12 @@ export class DockerCluster implements DatabaseCluster {
       const info = await ignoreNotFound(this.docker.getContainer(name).inspect());
       if (!info) {
         await this.docker.createVolume({ Name: name, Labels: this.labels(db) });
+        await this.createAndStart(replicaContainer(db, n, secrets, access, s));
+        continue;
+      }
+      if (info.Config.Labels?.['pier.external'] !== String(replicaPublished(db, n, s))) {
+        // A port is published at creation only: a new container around the same volume, which follows the primary again.
+        await this.stopAndRemove(info.Id);
         await this.createAndStart(replicaContainer(db, n, secrets, access, s));
         continue;
       }
@@ -491,21 +526,53 @@ export class DockerCluster implements DatabaseCluster {
     const env = envOf(info);
     const names = hostNames(db.shortId);
     const port = ENGINE_PORT[db.engine];
-    const published = (info.NetworkSettings.Ports?.[`${port}/tcp`] ?? []).find((b) => b.HostPort)?.HostPort;
     const replicas = replicaCount(db) > 0;
     const endpoints: Endpoints = {
       host: names.rw,
       port,
       // Without replicas, reads go where writes go.
       readOnlyHost: replicas ? names.ro : names.rw,
-      externalPort: published ? Number(published) : undefined,
-      externalAddress: published ? reachableAddress(this.opts.publishAddress) : undefined,
+      ...(await this.externalPorts(db, info, replicas)),
     };
     if (db.engine === 'postgresql') {
       endpoints.poolerHost = names.poolerRw;
       endpoints.poolerHostRo = replicas ? names.poolerRo : names.poolerRw;
     }
     return { endpoints, credentials: { username: appUserOf(db.shortId), password: env.PIER_APP_PASSWORD ?? '' } };
+  }
+
+  /**
+   * Where clients outside connect: the SNI listener's port (both endpoints: it routes by
+   * name), else the server's published port and, for reads, replica 1's once it runs
+   * (until then, and without replicas, the primary's).
+   */
+  private async externalPorts(db: ClusterDatabase, server: Docker.ContainerInspectInfo, replicas: boolean): Promise<Partial<Endpoints>> {
+    const address = reachableAddress(this.opts.publishAddress);
+    if (this.listens(db.engine)) {
+      const port = this.postgresListenerPort;
+      return db.externalAccessEnabled && port !== null ? { externalPort: port, externalAddress: address } : {};
+    }
+    const published = publishedPort(server, ENGINE_PORT[db.engine]);
+    if (!published) return {};
+    const replica = replicas ? await this.guard(() => ignoreNotFound(this.docker.getContainer(replicaName(db, 1)).inspect())) : undefined;
+    const publishedRo = replica ? publishedPort(replica, ENGINE_PORT[db.engine]) : undefined;
+    return { externalPort: published, externalAddress: address, ...(publishedRo ? { externalPortRo: publishedRo } : {}) };
+  }
+
+  /**
+   * The SNI listener's way to a database: the server's address on its VPC network, or for
+   * reads a healthy replica's (any one; the primary's while none is, as without replicas).
+   * Null when the server does not run.
+   */
+  async listenerTarget(db: ClusterRef, readOnly: boolean): Promise<{ host: string; port: number } | null> {
+    const network = vpcNetwork(db.vpcId);
+    const addressOf = (c: Docker.ContainerInfo) => c.NetworkSettings?.Networks?.[network]?.IPAddress || null;
+    const running = (await this.guard(() => this.parts(db))).filter((c) => c.State === 'running' && addressOf(c));
+    const servers = running.filter((c) => c.Labels['pier.component'] === 'server');
+    const replicas = running.filter((c) => c.Labels['pier.component'] === 'replica' && c.Status.includes('(healthy)'));
+    const pool = readOnly && replicas.length > 0 ? replicas : servers;
+    const pick = pool[Math.floor(Math.random() * pool.length)];
+    return pick ? { host: addressOf(pick)!, port: ENGINE_PORT[db.engine] } : null;
   }
 
   async sqlTarget(db: ClusterRef): Promise<SqlTarget> {

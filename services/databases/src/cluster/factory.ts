@@ -20,6 +20,8 @@ export function createCluster(config: DatabasesConfig, installation: string): Da
     postgresImage: config.PIER_DATABASES_POSTGRES_IMAGE,
     mysqlImage: config.PIER_DATABASES_MYSQL_IMAGE,
     publishAddress: config.PIER_DATABASES_PUBLISH_ADDRESS,
+    // With a domain, PostgreSQL's clients outside come through Pier's SNI listener (server.ts).
+    postgresListener: config.PIER_POSTGRES_EXTERNAL_DOMAIN !== undefined,
     labels: config.PIER_DATABASES_CONTAINER_LABELS,
     repository: s3 ? { kind: 's3', store: s3 } : { kind: 'volume', volume: config.PIER_DATABASES_BACKUP_VOLUME },
   });

@@ -24,10 +24,17 @@ export interface AccessPolicy {
   externalAccess: boolean;
   /** Allowlist CIDRs; empty means no restriction. */
   rules: string[];
+  /**
+   * PostgreSQL on docker with an external domain: clients outside come through Pier's SNI
+   * listener (edge/postgres-listener.ts), which judged the allowlist on their own address
+   * and connects from the host addresses; no port is published then. So the app user is
+   * admitted there whenever external access is on.
+   */
+  externalListener?: boolean;
 }
 
 /** Whether an app-user client at `address` (one address, no VPC member) is admitted. */
-export function admitsExternal(policy: AccessPolicy, address: string): boolean {
+export function admitsExternal(policy: Pick<AccessPolicy, 'externalAccess' | 'rules'>, address: string): boolean {
   if (!policy.externalAccess) return false;
   if (policy.rules.length === 0) return true;
   return policy.rules.some((r) => contains(parseCidr(r), address));
@@ -37,12 +44,17 @@ function hostOf(cidr: string): string {
   return addressText(parseCidr(cidr));
 }
 
+/** The app user at a host address: the external listener's connections, or a client judged as external. */
+function admitsAtHost(policy: AccessPolicy, hostAddress: string): boolean {
+  return policy.externalListener ? policy.externalAccess : admitsExternal(policy, hostOf(hostAddress));
+}
+
 /** `pg_hba.conf` lines for host connections, first match wins. */
 export function pgHbaHostLines(policy: AccessPolicy): string[] {
   const lines = [
     ...policy.controlPlane.map((c) => `host all ${CONSOLE_USER} ${c} scram-sha-256`),
     `host all ${CONSOLE_USER} all reject`,
-    ...policy.hostAddresses.map((c) => `host all all ${c} ${admitsExternal(policy, hostOf(c)) ? 'scram-sha-256' : 'reject'}`),
+    ...policy.hostAddresses.map((c) => `host all all ${c} ${admitsAtHost(policy, c) ? 'scram-sha-256' : 'reject'}`),
     ...policy.vpcNetworks.map((c) => `host all all ${c} scram-sha-256`),
   ];
   if (policy.externalAccess) {

@@ -110,6 +110,8 @@ export interface Endpoints {
    */
   externalAddress?: string;
   externalAddressRo?: string;
+  /** Where reads from outside reach a replica, when it differs from `externalPort` (docker: replica 1's published port). */
+  externalPortRo?: number;
 }
 
 export interface Credentials {

@@ -11,6 +11,8 @@ export interface ExternalEndpoint {
   host: string;
   hostRo: string;
   port: number;
+  /** The read-only endpoint's port: a replica's, or the primary's when there is none. */
+  portRo: number;
 }
 
 export interface ConnectionDetails {
@@ -28,9 +30,10 @@ export interface ConnectionDetails {
  */
 export function externalEndpoint(shortId: string, enabled: boolean, endpoints: Endpoints, domain: string | undefined): ExternalEndpoint | null {
   if (!enabled || endpoints.externalPort === undefined) return null;
-  if (domain) return { host: `${shortId}.${domain}`, hostRo: `${shortId}-ro.${domain}`, port: endpoints.externalPort };
+  const ports = { port: endpoints.externalPort, portRo: endpoints.externalPortRo ?? endpoints.externalPort };
+  if (domain) return { host: `${shortId}.${domain}`, hostRo: `${shortId}-ro.${domain}`, ...ports };
   if (!endpoints.externalAddress) return null;
-  return { host: endpoints.externalAddress, hostRo: endpoints.externalAddressRo ?? endpoints.externalAddress, port: endpoints.externalPort };
+  return { host: endpoints.externalAddress, hostRo: endpoints.externalAddressRo ?? endpoints.externalAddress, ...ports };
 }
 
 export async function connectionOf(ctx: DatabasesContext, scope: Scope, id: string): Promise<ConnectionDetails> {

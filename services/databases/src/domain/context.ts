@@ -77,7 +77,7 @@ export function clusterView(db: DatabaseRecord, allowlist: string[], change: Pen
  * request that adds it, and a `removing` one is what its request takes away; any other
  * pending rule is a crash's leftover that the reconciler undoes or finishes.
  */
-export async function activeCidrs(ctx: DatabasesContext, databaseId: string): Promise<string[]> {
+export async function activeCidrs(ctx: Pick<DatabasesContext, 'store'>, databaseId: string): Promise<string[]> {
   return (await ctx.store.rules(databaseId, ['active'])).map((r) => r.cidr);
 }
 

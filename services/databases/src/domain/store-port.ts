@@ -37,6 +37,8 @@ export interface DatabasesStore {
   get(vpcId: string, id: string): Promise<DatabaseRecord | undefined>;
   /** A row that is not soft-deleted, provisioned or not (background work). */
   byId(id: string): Promise<DatabaseRecord | undefined>;
+  /** The provisioned, not soft-deleted database with this short id (it names external hosts). */
+  byShortId(shortId: string): Promise<DatabaseRecord | undefined>;
   /** Provisioned, not soft-deleted databases in one of `statuses`, across VPCs. */
   inStatus(statuses: DatabaseStatus[]): Promise<DatabaseRecord[]>;
   /** Databases of the VPC that hold something in the cluster (pending ones included). */

@@ -140,6 +140,7 @@ export const connection = z.object({
   external_host: z.string().nullable(),
   external_host_ro: z.string().nullable(),
   external_port: z.number().int().nullable(),
+  external_port_ro: z.number().int().nullable().describe("external_host_ro's port: replica 1's on docker, else external_port"),
   external_url: z.string().nullable(),
   external_url_ro: z.string().nullable(),
 });

@@ -91,7 +91,8 @@ export function connectionJson(i: ConnectionDetails): Record<string, unknown> {
   out.external_host = x ? x.host : null;
   out.external_host_ro = x ? x.hostRo : null;
   out.external_port = x ? x.port : null;
+  out.external_port_ro = x ? x.portRo : null;
   out.external_url = x ? url(engine, c, x.host, x.port, db) : null;
-  out.external_url_ro = x ? url(engine, c, x.hostRo, x.port, db) : null;
+  out.external_url_ro = x ? url(engine, c, x.hostRo, x.portRo, db) : null;
   return out;
 }

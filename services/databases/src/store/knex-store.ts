@@ -58,6 +58,11 @@ export class KnexDatabasesStore implements DatabasesStore {
     return row && fromRow(row);
   }
 
+  async byShortId(shortId: string): Promise<DatabaseRecord | undefined> {
+    const row = (await this.visible().where({ short_id: shortId }).first()) as DatabaseRow | undefined;
+    return row && fromRow(row);
+  }
+
   async inStatus(statuses: DatabaseStatus[]): Promise<DatabaseRecord[]> {
     const rows = (await this.visible().whereIn('status', statuses).orderBy('created_at')) as DatabaseRow[];
     return rows.map(fromRow);
