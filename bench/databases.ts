@@ -4,17 +4,22 @@
  *      (postgresql = pier/pg-managed:15 on svc.nano, mysql = MariaDB 10.11 on svc.small),
  *      polled every 50 ms; each database is deleted before the next is provisioned;
  *   2. the round-trip of a trivial `POST .../query` (`select 1`) on a running PostgreSQL:
- *      gateway -> auth (gRPC) -> databases -> a fresh connection to the database — p50, p99.
+ *      gateway -> auth (gRPC) -> databases -> a fresh connection to the database — p50, p99;
+ *   3. a client outside opening a TLS connection and running `select 1`, through Pier's
+ *      PostgreSQL listener (routed by SNI) and, to see what the listener adds, straight to
+ *      the server's address — p50, p99 of connect + query + close.
  * The whole platform runs in this process (test/support/platform-core.ts).
  *
  * `benchDatabases()` is what `pnpm bench` calls; `tsx bench/databases.ts` runs it alone.
  * Env: PIER_BENCH_DB_PROVISIONS (3 per engine), PIER_BENCH_QUERY_REQUESTS (300),
+ * PIER_BENCH_LISTENER_CONNECTIONS (200),
  * PIER_BENCH_POSTGRES_URL / PIER_BENCH_NATS_URL (else containers, see infra.ts).
  */
 import http from 'node:http';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { startInfra, type Infra } from './infra.ts';
 import { startPlatformAt } from '../test/support/platform-core.ts';
 
@@ -29,7 +34,11 @@ export interface Timing {
 export interface DatabasesBenchResult {
   provisionToRunning: { postgresql: Timing; mysql: Timing };
   query: { requests: number; p50: number; p99: number };
+  /** Connect (TLS) + `select 1` + close from outside, through the listener and straight to the server. */
+  externalConnection: { connections: number; listener: { p50: number; p99: number }; direct: { p50: number; p99: number } };
 }
+
+const DOMAIN = 'pg.bench.test';
 
 function percentile(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
@@ -92,7 +101,13 @@ export async function benchDatabases(opts: { infra?: Infra; log?: (line: string)
   const provisions = Number(process.env.PIER_BENCH_DB_PROVISIONS ?? 3);
   const queries = Number(process.env.PIER_BENCH_QUERY_REQUESTS ?? 300);
   const infra = opts.infra ?? (await startInfra());
-  const platform = await startPlatformAt({ postgresAdminUrl: infra.postgresAdminUrl, natsUrl: infra.natsUrl, logLevel: 'warn' });
+  const connections = Number(process.env.PIER_BENCH_LISTENER_CONNECTIONS ?? 200);
+  const platform = await startPlatformAt({
+    postgresAdminUrl: infra.postgresAdminUrl,
+    natsUrl: infra.natsUrl,
+    logLevel: 'warn',
+    env: { databases: { PIER_POSTGRES_EXTERNAL_DOMAIN: DOMAIN, PIER_DATABASES_POSTGRES_EXTERNAL_PORT: '0' } },
+  });
   const { token, workspaceId, vpcId } = platform.bootstrap;
   const base = `${platform.gatewayUrl}/api/v1/workspaces/${workspaceId}/vpcs/${vpcId}/databases`;
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
@@ -101,7 +116,7 @@ export async function benchDatabases(opts: { infra?: Infra; log?: (line: string)
 
     const provisionOnce = async (engine: 'postgresql' | 'mysql', name: string, keep: boolean): Promise<{ ms: number; id: string }> => {
       const start = performance.now();
-      const res = await request(agent, new URL(base), token, 'POST', { name, engine });
+      const res = await request(agent, new URL(base), token, 'POST', { name, engine, external_access_enabled: keep });
       if (res.status !== 202) throw new Error(`provision ${engine}: ${res.status} ${JSON.stringify(res.body)}`);
       const detail = new URL(`${base}/${res.body.id}`);
       for (;;) {
@@ -145,7 +160,37 @@ export async function benchDatabases(opts: { infra?: Infra; log?: (line: string)
     const sorted = [...latencies].sort((a, b) => a - b);
     const query = { requests: queries, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99) };
     log(`  query "select 1" through the gateway: p50 ${query.p50.toFixed(2)} ms, p99 ${query.p99.toFixed(2)} ms (${queries} requests, one at a time)`);
-    return { provisionToRunning, query };
+
+    const conn = (await request(agent, new URL(`${base}/${id}/connection`), token, 'GET')).body;
+    const { stdout } = await run('docker', ['inspect', '-f', `{{(index .NetworkSettings.Networks "pier-vpc-${vpcId}").IPAddress}}`, `pier-db-${id}`]);
+    const via = async (host: string, port: number): Promise<{ p50: number; p99: number }> => {
+      const once = async () => {
+        const t0 = performance.now();
+        const client = new pg.Client({
+          host,
+          port,
+          user: conn.username,
+          password: conn.password,
+          database: conn.database,
+          ssl: { rejectUnauthorized: false, servername: conn.external_host },
+        });
+        await client.connect();
+        await client.query('select 1');
+        await client.end();
+        return performance.now() - t0;
+      };
+      for (let i = 0; i < 10; i++) await once(); // warm-up
+      const ms: number[] = [];
+      for (let i = 0; i < connections; i++) ms.push(await once());
+      ms.sort((a, b) => a - b);
+      return { p50: percentile(ms, 0.5), p99: percentile(ms, 0.99) };
+    };
+    const externalConnection = { connections, listener: await via('127.0.0.1', conn.external_port), direct: await via(stdout.trim(), 5432) };
+    const f = (t: { p50: number; p99: number }) => `p50 ${t.p50.toFixed(2)} ms, p99 ${t.p99.toFixed(2)} ms`;
+    log(
+      `  a client outside, TLS connect + "select 1" + close: through the listener (SNI) ${f(externalConnection.listener)}; straight to the server ${f(externalConnection.direct)} (${connections} connections, one at a time)`,
+    );
+    return { provisionToRunning, query, externalConnection };
   } finally {
     agent.destroy();
     await platform.stop().catch(() => undefined);

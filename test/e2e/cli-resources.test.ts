@@ -4,6 +4,7 @@
 // replicas, allowlist, external access).
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until } from '@pier/testing';
 import { DATABASES_ENV, cleanupVpc } from './databases-helpers.ts';
 import { cleanVpcs, containersOf, inspect, TINY_HTTP } from './services-support.ts';
 import { startCli, type CliHarness } from './cli-support.ts';
@@ -189,6 +190,14 @@ describe('pier db', () => {
     });
 
     expect((await cli.pier(['db', 'replicas', 'orders', '1'])).stdout).toMatch(/^Database orders: 1 replica \(running\)/);
+    // --read-only reaches the replica, on the port it publishes of its own once it runs.
+    const readOnly = await until(
+      () => cli.pier(['db', 'connect', 'orders', '--read-only', '--', '-X', '-tA', '-c', 'select pg_is_in_recovery()']),
+      (r) => r.stdout === 't\n',
+      60_000,
+      1_000,
+    );
+    expect(readOnly.code).toBe(0);
     expect(await cli.pier(['db', 'replicas', 'orders', '9'])).toMatchObject({ code: 1, stderr: expect.stringContaining('field replicas') });
     expect((await cli.pier(['db', 'replicas', 'orders', '0'])).code).toBe(0);
 

@@ -235,7 +235,9 @@ export function register(program: Command): void {
           const { client, path } = await database(ctx, ref);
           const c = await unwrap(client.GET(`${DATABASE}/connection` as const, { params: { path } }));
           const host = o.readOnly ? c.external_host_ro : c.external_host;
-          if (!host || !c.external_port) {
+          // A replica may listen on a port of its own (docker without a domain).
+          const port = o.readOnly ? (c.external_port_ro ?? c.external_port) : c.external_port;
+          if (!host || !port) {
             throw new CliError(
               `external access is off for ${ref}: pier db update ${ref} --external-access (the internal host only answers inside the VPC)`,
               'external_access_off',
@@ -243,10 +245,10 @@ export function register(program: Command): void {
           }
           const code =
             c.engine === 'postgresql'
-              ? await runClient('psql', [`postgresql://${encodeURIComponent(c.username)}@${host}:${c.external_port}/${c.database}`, ...clientArgs], {
+              ? await runClient('psql', [`postgresql://${encodeURIComponent(c.username)}@${host}:${port}/${c.database}`, ...clientArgs], {
                   PGPASSWORD: c.password,
                 })
-              : await runClient('mysql', ['-h', host, '-P', String(c.external_port), '-u', c.username, c.database, ...clientArgs], { MYSQL_PWD: c.password });
+              : await runClient('mysql', ['-h', host, '-P', String(port), '-u', c.username, c.database, ...clientArgs], { MYSQL_PWD: c.password });
           process.exitCode = code;
         }),
       ),
