@@ -23,10 +23,10 @@ source /usr/local/lib/pier-mariadb-lib.sh
 
 access=$datadir/pier-access.sql
 mkdir -p /run/mysqld
-chown mysql:mysql "$datadir" /run/mysqld
+own mysql:mysql "$datadir" /run/mysqld
 rm -f "$datadir/pier-start-error"
 date -u +%s >/run/mysqld/booted-at
-if [[ ${PIER_BACKUP_REPO:-volume} == volume && -d /var/lib/pier-backups ]]; then chown mysql:mysql /var/lib/pier-backups; fi
+if [[ ${PIER_BACKUP_REPO:-volume} == volume && -d /var/lib/pier-backups ]]; then own mysql:mysql /var/lib/pier-backups; fi
 
 # A restore or a seed that fails leaves its reason (pier-health prints it) and the
 # container up, unhealthy, instead of restart-looping over half a copy.
@@ -36,7 +36,7 @@ fail() {
   exec sleep infinity
 }
 
-server_options=(--user=mysql --datadir="$datadir" --port=3306 --skip-name-resolve
+server_options=(--datadir="$datadir" --port=3306 --skip-name-resolve
   --performance-schema=ON --performance-schema-consumer-statements-digest=ON
   --character-set-server=utf8mb4 --collation-server=utf8mb4_unicode_ci
   --log-bin="$datadir/binlog" --binlog-format=ROW --gtid-strict-mode=ON --log-slave-updates=ON
@@ -44,22 +44,24 @@ server_options=(--user=mysql --datadir="$datadir" --port=3306 --skip-name-resolv
   # With the binary log on, MariaDB would refuse triggers and routines from non-SUPER users
   # (the app user): the log is row-based, so their bodies replay safely.
   --log-bin-trust-function-creators=ON)
+# As root (docker) the server steps down to mysql itself; a pod runs as mysql already.
+if [[ $(id -u) == 0 ]]; then server_options+=(--user=mysql); fi
 
 # A server on the socket only, for work before the real start.
 start_local() {
   mariadbd "${server_options[@]}" --skip-networking --socket=/run/mysqld/mysqld.sock "$@" &
   for _ in $(seq 1 6000); do
-    mariadb-admin --protocol=socket -uroot ping >/dev/null 2>&1 && return 0
+    mariadb-admin --protocol=socket -u"$(id -un)" ping >/dev/null 2>&1 && return 0
     kill -0 $! 2>/dev/null || fail "the server did not start for $role preparation"
     sleep 0.1
   done
   fail "the server did not answer within 10 minutes"
 }
-stop_local() { mariadb-admin --protocol=socket -uroot shutdown; wait; }
+stop_local() { mariadb-admin --protocol=socket -u"$(id -un)" shutdown; wait; }
 
 write_access() {
   printf '%s' "${PIER_ACCESS_B64:?PIER_ACCESS_B64 is required on first start}" | base64 -d >"$access"
-  chown mysql:mysql "$access"
+  own mysql:mysql "$access"
   chmod 600 "$access"
 }
 
@@ -76,7 +78,7 @@ restore_datadir() {
     fail "preparing backup $name failed: $(grep -i error /tmp/restore.log | tail -n 2 | tr '\n' ' ')"
   # The source's own files came with its data directory.
   find "$datadir" -maxdepth 1 \( -name 'pier-*' -o -name 'binlog.*' \) ! -name pier-restoring -delete
-  chown -R mysql:mysql "$datadir"
+  own -R mysql:mysql "$datadir"
   write_access
   start_local --init-file="$access"
   pier-rename-database "$src" "${PIER_DB_NAME:?}" >/tmp/restore.log 2>&1 || fail "moving the restored database failed: $(tail -n 2 /tmp/restore.log | tr '\n' ' ')"
@@ -96,7 +98,7 @@ seed_replica() {
   # Not logged here: the replica's binary log must hold no transaction of its own, or the
   # primary's GTID position conflicts with it (gtid_strict_mode).
   { mariadb-dump -h "$primary" -u pier_replicator -p"$pw" --all-databases --single-transaction --gtid --master-data=1 \
-    --routines --events --triggers | mariadb --protocol=socket -uroot --init-command="SET sql_log_bin=0"; } 2>/tmp/seed.log ||
+    --routines --events --triggers | mariadb --protocol=socket -u"$(id -un)" --init-command="SET sql_log_bin=0"; } 2>/tmp/seed.log ||
     fail "seeding from the primary failed: $(grep -vi warning /tmp/seed.log | tail -n 2 | tr '\n' ' ')"
   sqlroot -e "CHANGE MASTER TO MASTER_HOST=$q$primary$q, MASTER_PORT=3306, MASTER_USER='pier_replicator', MASTER_PASSWORD=$q$pw$q, MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=5"
   stop_local
@@ -121,7 +123,7 @@ if [[ ! -d $datadir/mysql || -e $datadir/pier-restoring ]]; then
   fi
 fi
 [[ -s $access ]] || write_access
-chown mysql:mysql "$access"
+own mysql:mysql "$access"
 chmod 600 "$access"
 
 setsid nohup pier-binlog-archiver >/dev/null 2>&1 </dev/null &

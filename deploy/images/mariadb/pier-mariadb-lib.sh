@@ -10,7 +10,13 @@
 datadir=/var/lib/mysql
 states=$datadir # pier-backup-<name>.json files: MariaDB takes only directories for databases
 
-sqlroot() { mariadb --protocol=socket -uroot -N -B "$@"; }
+# Started as root (docker), the scripts may hand files to mysql; started as mysql already (a
+# kubernetes pod under the restricted Pod Security Standard), they own nothing. Either way
+# the server's socket admits the OS user by unix_socket: root, or the image's mysql
+# account (both made by mariadb-install-db, with every privilege).
+own() { if [[ $(id -u) == 0 ]]; then chown "$@"; fi; }
+
+sqlroot() { mariadb --protocol=socket -u"$(id -un)" -N -B "$@"; }
 
 rclone_env() {
   export RCLONE_CONFIG_REPO_TYPE=s3 RCLONE_CONFIG_REPO_PROVIDER=Other

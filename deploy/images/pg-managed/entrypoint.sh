@@ -34,12 +34,13 @@ make_tls_key() {
   mkdir -p "$tls"
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3650 \
     -subj "/CN=${PIER_DB_NAME:-pier-database}" -keyout "$tls/server.key" -out "$tls/server.crt" 2>/dev/null
-  chown -R postgres:postgres "$tls"
+  own -R postgres:postgres "$tls"
   chmod 600 "$tls/server.key"
 }
 
 run_as_postgres() {
-  exec setpriv --reuid=postgres --regid=postgres --init-groups "$@"
+  if [[ $(id -u) == 0 ]]; then exec setpriv --reuid=postgres --regid=postgres --init-groups "$@"; fi
+  exec "$@"
 }
 
 # A restore or a replica clone that fails leaves its reason here and the container up
@@ -73,7 +74,7 @@ ignore_startup_parameters = extra_float_digits,options
 dns_max_ttl = 1
 logfile =
 INI
-  chown -R postgres:postgres "$conf"
+  own -R postgres:postgres "$conf"
   chmod 600 "$conf/userlist.txt"
   run_as_postgres pgbouncer "$conf/pgbouncer.ini"
 }
@@ -177,23 +178,27 @@ case $role in
   *) exec "$@" ;;
 esac
 
-if [[ $(id -u) == 0 ]]; then
+# Once per start, before the server: as root (docker) it then steps down to postgres and
+# runs this script again; as postgres already (a restricted pod, its volume given to the
+# group by fsGroup) it goes on.
+if [[ -z ${PIER_PREPARED:-} ]]; then
   mkdir -p "$data/pier" /var/run/postgresql
   if [[ ! -s $hba ]]; then
     printf '%s' "${PIER_HBA_B64:?PIER_HBA_B64 is required on first start}" | base64 -d >"$hba"
   fi
   # A fresh named volume belongs to root; postgres refuses a foreign data directory.
-  chown postgres:postgres "$data" "$data/pier" "$hba"
+  own postgres:postgres "$data" "$data/pier" "$hba"
   chmod 600 "$hba"
-  if [[ -d $PGDATA ]]; then find "$PGDATA" \! -user postgres -exec chown postgres:postgres '{}' +; fi
+  if [[ -d $PGDATA && $(id -u) == 0 ]]; then find "$PGDATA" \! -user postgres -exec chown postgres:postgres '{}' +; fi
   rm -f "$data/pier/start-error"
   make_tls_key
   date -u +%s >"$data/pier/booted-at"
   # Its own repository (a named volume is root's when new), and the configurations.
-  if [[ ${PIER_BACKUP_REPO:-volume} == volume && -d /var/lib/pgbackrest ]]; then chown postgres:postgres /var/lib/pgbackrest; fi
+  if [[ ${PIER_BACKUP_REPO:-volume} == volume && -d /var/lib/pgbackrest ]]; then own postgres:postgres /var/lib/pgbackrest; fi
   backup_conf
   if [[ -n ${PIER_RESTORE_SOURCE_DB:-} ]]; then source_conf; fi
-  exec setpriv --reuid=postgres --regid=postgres --init-groups "$0" "$@"
+  export PIER_PREPARED=1
+  if [[ $(id -u) == 0 ]]; then exec setpriv --reuid=postgres --regid=postgres --init-groups "$0" "$@"; fi
 fi
 
 if [[ $role == replica ]]; then

@@ -14,7 +14,15 @@ export PGDATA=$data/pgdata
 CONF=/etc/pgbackrest/pgbackrest.conf
 SOURCE_CONF=/etc/pgbackrest/source.conf
 
-as_postgres() { setpriv --reuid=postgres --regid=postgres --init-groups "$@"; }
+# Started as root (docker), the scripts step down to postgres; started as postgres already (a
+# kubernetes pod under the restricted Pod Security Standard), they are it, and own nothing.
+if [[ $(id -u) == 0 ]]; then
+  as_postgres() { setpriv --reuid=postgres --regid=postgres --init-groups "$@"; }
+  own() { chown "$@"; }
+else
+  as_postgres() { "$@"; }
+  own() { :; }
+fi
 psql_local() { as_postgres psql -X -q -v ON_ERROR_STOP=1 -h /var/run/postgresql -d postgres -tA "$@"; }
 pgbackrest_cmd() { as_postgres pgbackrest --config="$CONF" --stanza=db "$@"; }
 
@@ -58,10 +66,10 @@ write_pgbackrest_conf() {
     echo "pg1-path=$PGDATA"
     echo 'pg1-socket-path=/var/run/postgresql'
   } >"$tmp"
-  chown postgres:postgres "$tmp"
+  own postgres:postgres "$tmp"
   chmod 600 "$tmp"
   mv -f "$tmp" "$file"
-  chown -R postgres:postgres /etc/pgbackrest /tmp/pgbackrest
+  own -R postgres:postgres /etc/pgbackrest /tmp/pgbackrest
 }
 
 backup_conf() { write_pgbackrest_conf "$CONF" "${PIER_BACKUP_PATH:-/var/lib/pgbackrest}"; }
