@@ -1,10 +1,11 @@
 // The server name the PostgreSQL listener routes by, read from real ClientHellos (Node's
-// TLS client, OpenSSL's as libpq's is), and the names it accepts.
+// TLS client, OpenSSL's as libpq's is), the names it accepts, and what it does with bytes
+// an attacker sends before any name.
 import net from 'node:net';
 import tls from 'node:tls';
 import { describe, expect, it } from 'vitest';
 import { readClientHello } from '../src/edge/tls-client-hello.ts';
-import { databaseOfServerName, fatalError } from '../src/edge/postgres-listener.ts';
+import { databaseOfServerName, fatalError, PostgresListener } from '../src/edge/postgres-listener.ts';
 
 /** The first bytes a TLS client sends, as a server would receive them. */
 async function clientHello(servername: string | undefined): Promise<Buffer> {
@@ -82,5 +83,35 @@ describe('the names the listener routes', () => {
     expect(e.subarray(0, 1).toString()).toBe('E');
     expect(e.readInt32BE(1)).toBe(e.length - 1);
     expect(e.subarray(5).toString('latin1')).toBe('SFATAL\0VFATAL\0C28000\0Muse TLS\0\0');
+  });
+});
+
+describe('the listener before TLS, as an attacker speaks to it', () => {
+  const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined } as never;
+
+  it('answers one GSSENCRequest, and closes on a flood of them without overflowing its stack', async () => {
+    const routed: string[] = [];
+    const listener = new PostgresListener({ domain: 'pg.example.test', logger: quiet, route: async (id) => (routed.push(id), { refused: 'no' }) });
+    const port = await listener.listen('127.0.0.1', 0);
+    const errors: unknown[] = [];
+    const onError = (err: unknown) => errors.push(err);
+    process.on('uncaughtException', onError);
+    try {
+      const gssenc = Buffer.from([0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x30]);
+      const socket = net.connect(port, '127.0.0.1');
+      const answer: Buffer[] = [];
+      socket.on('data', (b: Buffer) => answer.push(b));
+      const closed = new Promise<void>((r) => socket.on('close', () => r()));
+      socket.on('error', () => undefined);
+      socket.write(Buffer.concat(Array.from({ length: 20_000 }, () => gssenc)));
+      await closed;
+      // One "N" (no GSSAPI encryption), then the connection is ended: nothing else asked of it.
+      expect(Buffer.concat(answer).subarray(0, 1).toString()).toBe('N');
+      expect(errors).toEqual([]);
+      expect(routed).toEqual([]);
+    } finally {
+      process.off('uncaughtException', onError);
+      await listener.close();
+    }
   });
 });

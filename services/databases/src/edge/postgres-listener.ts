@@ -113,16 +113,20 @@ export class PostgresListener {
     const timer = setTimeout(() => client.destroy(), this.opts.handshakeTimeoutMs ?? 10_000);
     let pending = Buffer.alloc(0);
     let askedTls = false;
+    let refusedGss = false;
     const onData = (chunk: Buffer) => {
       pending = Buffer.concat([pending, chunk]);
       if (!askedTls) {
         if (pending.length < 8) return;
-        const code = pending.readInt32BE(4);
-        if (pending.readInt32BE(0) === 8 && code === GSSENC_REQUEST) {
-          // No GSSAPI encryption here; libpq then asks for TLS on the same connection.
+        let code = pending.readInt32BE(4);
+        if (pending.readInt32BE(0) === 8 && code === GSSENC_REQUEST && !refusedGss) {
+          // No GSSAPI encryption here; libpq then asks for TLS on the same connection. Once:
+          // a client asking again is not libpq, and is treated as the protocol error below.
+          refusedGss = true;
           pending = pending.subarray(8);
           client.write('N');
-          return onData(Buffer.alloc(0));
+          if (pending.length < 8) return;
+          code = pending.readInt32BE(4);
         }
         if (pending.readInt32BE(0) !== 8 || code !== SSL_REQUEST) {
           clearTimeout(timer);
