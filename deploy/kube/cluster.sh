@@ -26,9 +26,11 @@
 # Env: PIER_KUBE_NODE=off (the control plane only, as where no node can run),
 # PIER_KUBE_STATE (default /tmp/pier-kube), PIER_KUBE_IMAGES (docker images loaded
 # into the node; default "pier/tiny-http:1 pier/exits:1 pier/image-push:1 pier/buildkit:1
-# pier/volume-tools:1 pier/platform:1 pier/postgres:15 pier/nats:2", buildkit and image-push
+# pier/volume-tools:1 pier/platform:1 pier/postgres:15 pier/nats:2 pier/pg-managed:15
+# pier/mariadb:10.11", buildkit and image-push
 # for build Jobs, volume-tools for disk backups' Jobs, the last three for
-# deploy/helm/pier; one not built is left out, saying so),
+# deploy/helm/pier, the databases' two engines for the operator-free mode; one not built
+# is left out, saying so),
 # PIER_KUBE_APISERVER_PORT (16443).
 #
 # Pods reach the API server as in any cluster, through the `kubernetes` Service (10.96.0.1:443):
@@ -39,7 +41,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
 STATE_DIR=${PIER_KUBE_STATE:-/tmp/pier-kube}
-IMAGES=${PIER_KUBE_IMAGES:-pier/tiny-http:1 pier/exits:1 pier/image-push:1 pier/buildkit:1 pier/volume-tools:1 pier/platform:1 pier/postgres:15 pier/nats:2}
+IMAGES=${PIER_KUBE_IMAGES:-pier/tiny-http:1 pier/exits:1 pier/image-push:1 pier/buildkit:1 pier/volume-tools:1 pier/platform:1 pier/postgres:15 pier/nats:2 pier/pg-managed:15 pier/mariadb:10.11}
 APISERVER_PORT=${PIER_KUBE_APISERVER_PORT:-16443}
 ETCD_PORT=23790
 ETCD_PEER_PORT=23800
@@ -65,6 +67,8 @@ BRIDGE=pier-kube0
 DNS_CONTAINER=pier-kube-dns
 ACME_CONTAINER=pier-kube-acme
 REGISTRY_CONTAINER=pier-kube-registry
+S3_CONTAINER=pier-kube-s3
+S3_PORT=19443
 BUILD_NAMESPACE=pier-builds
 CERT_ZONES=${PIER_KUBE_DNS_ZONES:-example.test}
 APPS_DOMAIN=apps.pier-kube.test
@@ -263,6 +267,7 @@ cmd_start() {
     start_storage "$bin" "$addons"
     start_certificates "$ip" "$bin" "$addons"
     start_registry "$bin"
+    start_backup_store "$ip"
     echo ready >"$STATE_DIR/node"
   fi
   log "up in $(since "$started")s; export KUBECONFIG=$STATE_DIR/kubeconfig (kubectl: $bin/kubectl)"
@@ -654,6 +659,27 @@ YAML
   log "cert-manager ready: ClusterIssuer pier-acme (Pebble at https://$acme_ip:14000/dir), DNS at $dns_ip:53 for $CERT_ZONES ($(since "$t")s)"
 }
 
+# The S3-compatible store databases keep their backups and WAL / binary-log archives in
+# (pier/s3-test: versitygw over HTTPS with a certificate made at its start, naming the
+# node's address): published on the node's address, port $S3_PORT, where the database pods
+# and the databases service both reach it. Bucket pier-databases, keys made per start.
+start_backup_store() {
+  local ip=$1 t key secret
+  docker image inspect pier/s3-test:1 >/dev/null 2>&1 || { log "image pier/s3-test:1 is not built (deploy/images/build.sh): no backup store for databases"; return 0; }
+  t=$(now)
+  docker rm -f "$S3_CONTAINER" >/dev/null 2>&1 || true
+  key=pier$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')
+  secret=$(od -An -N18 -tx1 /dev/urandom | tr -d ' \n')
+  docker run -d --name "$S3_CONTAINER" --label pier.kube=s3 -e "S3_ACCESS_KEY=$key" -e "S3_SECRET_KEY=$secret" \
+    -e S3_BUCKETS=pier-databases -e "S3_HOSTNAME=$ip" -p "$ip:$S3_PORT:443" pier/s3-test:1 >/dev/null
+  wait_until "backup store" 30 docker exec "$S3_CONTAINER" test -s /certs/cert.pem
+  docker exec "$S3_CONTAINER" cat /certs/cert.pem >"$STATE_DIR/s3-ca.pem"
+  # Any HTTP answer (an anonymous request is refused) means it is up.
+  wait_until "backup store" 30 curl -s --cacert "$STATE_DIR/s3-ca.pem" -o /dev/null "https://$ip:$S3_PORT/"
+  printf '%s\n%s\n%s\n' "https://$ip:$S3_PORT" "$key" "$secret" >"$STATE_DIR/s3"
+  log "backup store ready at https://$ip:$S3_PORT, bucket pier-databases ($(since "$t")s)"
+}
+
 # The registry build Jobs push to and the node pulls from: Debian's docker-registry
 # (pier/registry-test, anonymous: a test cluster's) on HTTPS at <container address>:5000
 # with a certificate made at its start. containerd trusts that CA (certs.d/<host>/hosts.toml,
@@ -734,7 +760,7 @@ cmd_stop() {
   t=$(now)
   bin=$(cat "$STATE_DIR/bin" 2>/dev/null || true)
   stop_one cert-manager
-  docker rm -f "$DNS_CONTAINER" "$ACME_CONTAINER" "$REGISTRY_CONTAINER" >/dev/null 2>&1 || true
+  docker rm -f "$DNS_CONTAINER" "$ACME_CONTAINER" "$REGISTRY_CONTAINER" "$S3_CONTAINER" >/dev/null 2>&1 || true
   stop_one traefik
   stop_one local-path-provisioner
   stop_one metrics-server
@@ -833,6 +859,21 @@ cmd_env() {
     # through its ClusterIssuer; an A record may point at the node's address (PIER_EDGE_ADDRESSES).
     echo "export PIER_DNS_RESOLVERS=$(cat "$STATE_DIR/dns")"
     echo "export PIER_EDGE_CLUSTER_ISSUER=pier-acme"
+  fi
+  # Databases: run by Pier itself from its images (this cluster has no database operator;
+  # tests may install the operators' CRDs, which would otherwise choose the operator), reached
+  # from outside on NodePorts (no load balancer here); clients in the pod network are inside.
+  echo "export PIER_DATABASES_KUBERNETES_OPERATOR=none"
+  echo "export PIER_DATABASES_KUBERNETES_EXTERNAL_SERVICE=NodePort"
+  echo "export PIER_DATABASES_KUBERNETES_CLUSTER_NETWORKS=$POD_CIDR"
+  if [[ -f $STATE_DIR/s3 ]]; then
+    local s3
+    mapfile -t s3 <"$STATE_DIR/s3"
+    echo "export PIER_DATABASES_BACKUP_S3_ENDPOINT=${s3[0]}"
+    echo "export PIER_DATABASES_BACKUP_S3_BUCKET=pier-databases"
+    echo "export PIER_DATABASES_BACKUP_S3_ACCESS_KEY_ID=${s3[1]}"
+    echo "export PIER_DATABASES_BACKUP_S3_SECRET_ACCESS_KEY=${s3[2]}"
+    echo "export PIER_DATABASES_BACKUP_S3_CA_FILE=$STATE_DIR/s3-ca.pem"
   fi
   if [[ -f $STATE_DIR/registry ]]; then
     # Builds: Jobs of pier/buildkit push to the cluster's registry, trusted through its CA.

@@ -91,7 +91,8 @@ restore_datadir() {
 # position the dump was taken at.
 seed_replica() {
   find "$datadir" -mindepth 1 -delete
-  cp -a /var/lib/mysql-template/. "$datadir/"
+  # Its entries, not the directory itself: a volume root may not be ours to set times on.
+  cp -a /var/lib/mysql-template/* "$datadir/"
   start_local
   local pw=${PIER_REPLICATION_PASSWORD:?} primary=${PIER_PRIMARY_HOST:?} q="'"
   for _ in $(seq 1 600); do mariadb-admin -h "$primary" -u pier_replicator -p"$pw" ping >/dev/null 2>&1 && break; sleep 0.5; done
@@ -118,7 +119,8 @@ if [[ ! -d $datadir/mysql || -e $datadir/pier-restoring ]]; then
     restore_datadir
     rm -f "$datadir/pier-restoring"
   else
-    cp -a /var/lib/mysql-template/. "$datadir/"
+    # Its entries, not the directory itself: a volume root may not be ours to set times on.
+    cp -a /var/lib/mysql-template/* "$datadir/"
     echo "initialised $datadir"
   fi
 fi
@@ -126,6 +128,6 @@ fi
 own mysql:mysql "$access"
 chmod 600 "$access"
 
-setsid nohup pier-binlog-archiver >/dev/null 2>&1 </dev/null &
+if [[ ${PIER_BACKUP_REPO:-volume} != none ]]; then setsid nohup pier-binlog-archiver >/dev/null 2>&1 </dev/null & fi
 # skip-name-resolve: accounts are matched by client IP, as the allowlist means them.
 exec mariadbd "${server_options[@]}" --bind-address=0.0.0.0 --init-file="$access" "${@:2}"

@@ -1,6 +1,7 @@
 # Shared by the entrypoint and the pier-* commands of a Pier-managed MariaDB container.
 # The backup repository, from the container's environment:
-#   PIER_BACKUP_REPO   `volume` (a named volume at /var/lib/pier-backups) or `s3`
+#   PIER_BACKUP_REPO   `volume` (a named volume at /var/lib/pier-backups) or `s3`, or
+#                      `none` (no binary-log archive: a cluster with no store, no backups)
 #   PIER_BACKUP_PATH   this database's own place in it
 #   PIER_S3_HOST, PIER_S3_PORT, PIER_S3_BUCKET, PIER_S3_REGION, PIER_S3_KEY,
 #   PIER_S3_SECRET, PIER_S3_VERIFY_TLS (y|n), PIER_S3_CA_B64     s3 only (through rclone)

@@ -115,8 +115,10 @@ SQL
 start_local() {
   # Archiving on: the new timeline's first segments (and its history file) belong in this
   # database's own archive.
+  local archiving="-c archive_mode=on -c archive_command='pgbackrest --config=$CONF --stanza=db archive-push %p'"
+  if [[ ${PIER_BACKUP_REPO:-volume} == none ]]; then archiving=; fi
   pg_ctl -D "$PGDATA" -w -t 3600 -l "$data/pier/startup.log" \
-    -o "-c listen_addresses='' -c archive_mode=on -c archive_command='pgbackrest --config=$CONF --stanza=db archive-push %p'" start >/dev/null ||
+    -o "-c listen_addresses='' $archiving" start >/dev/null ||
     fail "the restored server did not start: $(server_errors)"
 }
 # The lines of the temporary server's log that say why it stopped (FATAL or PANIC), else its tail.
@@ -165,6 +167,13 @@ SQL
 # primary_conninfo), following it over a replication slot of its own.
 clone_replica() {
   rm -rf "$PGDATA"
+  # A replica may start with its primary (kubernetes starts both at once): it waits until
+  # the primary takes the replication login, rather than fail and be restarted with backoff.
+  for _ in $(seq 1 300); do
+    PGPASSWORD=$PIER_REPLICATION_PASSWORD psql -X -q "host=${PIER_PRIMARY_HOST:?} user=pier_replicator dbname=postgres replication=true connect_timeout=3" \
+      -c IDENTIFY_SYSTEM >/dev/null 2>&1 && break
+    sleep 1
+  done
   PGPASSWORD=${PIER_REPLICATION_PASSWORD:?} pg_basebackup -h "${PIER_PRIMARY_HOST:?}" -U pier_replicator -D "$PGDATA" \
     -X stream -R -C -S "${PIER_REPLICA_SLOT:?}" >"$data/pier/clone.log" 2>&1 ||
     fail "cloning the primary failed: $(tail -n 3 "$data/pier/clone.log" | tr '\n' ' ')"
@@ -223,6 +232,11 @@ printf '%s' "$PIER_APP_PASSWORD:$PIER_CONSOLE_PASSWORD" | sha256sum | cut -c1-64
 # Its own stanza in its own repository (offline: the server is not up yet). A repository
 # out of reach must not keep the database down: the archiver retries, and a backup
 # reports the error.
-pgbackrest --config="$CONF" --stanza=db --no-online stanza-create >/dev/null 2>&1 || echo "pgBackRest stanza not created yet (repository unreachable?)" >&2
+[[ ${PIER_BACKUP_REPO:-volume} == none ]] || pgbackrest --config="$CONF" --stanza=db --no-online stanza-create >/dev/null 2>&1 || echo "pgBackRest stanza not created yet (repository unreachable?)" >&2
+# The replication login, once the server is up (the databases service sets it again when
+# it adds replicas, and drops the slots of replicas it removed).
+if [[ -n ${PIER_REPLICATION_PASSWORD:-} ]]; then
+  setsid nohup pier-replication-role "$(printf '%s' "$PIER_REPLICATION_PASSWORD" | base64 -w0)" >/dev/null 2>&1 </dev/null &
+fi
 mapfile -t archiving < <(archive_options)
 exec postgres "${archiving[@]}" "${tls_options[@]}"

@@ -2,7 +2,8 @@
 # pgBackRest's configuration is written from the container's environment every time it is
 # used, so it always matches what the databases service asked for:
 #   PIER_BACKUP_REPO   `volume` (the repository is a named volume at /var/lib/pgbackrest)
-#                      or `s3` (a bucket of an S3-compatible store)
+#                      or `s3` (a bucket of an S3-compatible store), or `none` (no
+#                      archive at all: a cluster with no store, where there are no backups)
 #   PIER_BACKUP_PATH   this database's own place in the repository (a per-database path:
 #                      every managed cluster starts from one template, so they all share
 #                      one system identifier and must never share an archive)
@@ -78,5 +79,6 @@ source_conf() { write_pgbackrest_conf "$SOURCE_CONF" "${PIER_RESTORE_PATH:?}"; }
 # The archive command postgres runs for every WAL segment, as server options (so a
 # database made before backups existed archives too, without touching its config file).
 archive_options() {
+  if [[ ${PIER_BACKUP_REPO:-volume} == none ]]; then return; fi
   printf '%s\n' -c archive_mode=on -c "archive_command=pgbackrest --config=$CONF --stanza=db archive-push %p" -c archive_timeout=60
 }

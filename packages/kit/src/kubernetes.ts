@@ -1,4 +1,12 @@
-import { KubeConfig, ServerConfiguration, createConfiguration, type Configuration, type RequestContext, type ResponseContext } from '@kubernetes/client-node';
+import {
+  KubeConfig,
+  ServerConfiguration,
+  createConfiguration,
+  type Configuration,
+  type RequestContext,
+  type ResponseContext,
+  type V1Status,
+} from '@kubernetes/client-node';
 
 // How every service reaches the Kubernetes API: the same kubeconfig lookup (PIER_KUBECONFIG)
 // and the same per-request deadline, whichever API class it then builds on the configuration.
@@ -32,4 +40,11 @@ export function kubernetesApiConfiguration(kc: KubeConfig, timeoutMs = 10_000): 
     authMethods: { default: kc },
     promiseMiddleware: [deadline],
   });
+}
+
+/** The exit code in an exec's final status: Success is 0, NonZeroExitCode carries it. */
+export function exitCodeOf(status: V1Status): number | null {
+  if (status.status === 'Success') return 0;
+  const cause = status.details?.causes?.find((c) => c.reason === 'ExitCode');
+  return cause?.message !== undefined && /^\d+$/.test(cause.message) ? Number(cause.message) : null;
 }

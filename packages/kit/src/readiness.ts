@@ -6,6 +6,8 @@ export type ReadinessChecks = Record<string, () => Promise<unknown>>;
 export interface CheckState {
   ok: boolean;
   error?: string;
+  /** What a passing check says of the dependency when it returns a string (the cluster's mode). */
+  detail?: string;
 }
 
 export interface Readiness {
@@ -22,13 +24,13 @@ export async function checkReadiness(checks: ReadinessChecks, timeoutMs = 3000):
 async function runCheck(name: string, check: () => Promise<unknown>, timeoutMs: number): Promise<CheckState> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([
+    const value = await Promise.race([
       check(),
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new Error(`${name} did not answer within ${timeoutMs} ms`)), timeoutMs);
       }),
     ]);
-    return { ok: true };
+    return typeof value === 'string' ? { ok: true, detail: value } : { ok: true };
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     return { ok: false, error: message.slice(0, 300) };

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { rm } from 'node:fs/promises';
 import { IDENTITY_HEADER, vpcNamespace } from '@pier/kit';
 import { FakeKubernetes, isAlive, openShell, shellUrl, V4, V5, type ShellClient } from '@pier/testing';
-import { exitCodeOf } from '../src/cluster/kubernetes-exec.ts';
+import { exitCodeOf } from '@pier/kit/kubernetes';
 import { startCompute, until, type Compute } from './support.ts';
 
 let fake: FakeKubernetes;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { serviceEnv, port, loadConfig, checkS3StoreEnv, s3StoreEnv } from '@pier/kit';
+import { parseOperatorSetting } from './cluster/kubernetes-modes.ts';
 
 /** The variables' common prefix of the backup repository's S3 store. */
 export const S3 = 'PIER_DATABASES_BACKUP_S3';
@@ -17,7 +18,7 @@ export const databasesEnv = serviceEnv.extend({
    */
   PIER_POSTGRES_EXTERNAL_DOMAIN: hostname('PIER_POSTGRES_EXTERNAL_DOMAIN').optional(),
   PIER_MYSQL_EXTERNAL_DOMAIN: hostname('PIER_MYSQL_EXTERNAL_DOMAIN').optional(),
-  /** docker: images of the two engines (built by deploy/images/build.sh). */
+  /** docker, and kubernetes' built-in mode: images of the two engines (built by deploy/images/build.sh). */
   PIER_DATABASES_POSTGRES_IMAGE: z.string().min(1).default('pier/pg-managed:15'),
   PIER_DATABASES_MYSQL_IMAGE: z.string().min(1).default('pier/mariadb:10.11'),
   /** docker: extra labels on everything the adapter creates, `k=v,k2=v2` (test runs mark theirs). */
@@ -52,6 +53,48 @@ export const databasesEnv = serviceEnv.extend({
   PIER_DATABASES_POSTGRES_EXTERNAL_PORT: port(5432),
   /** kubernetes: kubeconfig file; without it the in-cluster service account (or $KUBECONFIG). */
   PIER_KUBECONFIG: z.string().min(1).optional(),
+  /**
+   * kubernetes: how each engine runs (cluster/kubernetes-modes.ts): `cloudnative-pg`, `moco`,
+   * `none` (Pier runs the engine itself from the images above), or per engine
+   * `postgresql=none,mysql=moco`. An engine left out takes its operator when the cluster
+   * serves its CRD, else `none`.
+   */
+  PIER_DATABASES_KUBERNETES_OPERATOR: z
+    .string()
+    .default('')
+    .transform((v, ctx) => {
+      const parsed = parseOperatorSetting(v);
+      if (typeof parsed === 'string') {
+        ctx.addIssue({ code: 'custom', message: `PIER_DATABASES_KUBERNETES_OPERATOR: ${parsed}` });
+        return z.NEVER;
+      }
+      return parsed;
+    }),
+  /** kubernetes, built-in mode: the Service type of external access (NodePort where no load balancer is). */
+  PIER_DATABASES_KUBERNETES_EXTERNAL_SERVICE: z.enum(['LoadBalancer', 'NodePort']).default('LoadBalancer'),
+  /** kubernetes, built-in mode with NodePort: the address clients outside dial (default: the first node's). */
+  PIER_DATABASES_KUBERNETES_EXTERNAL_ADDRESS: z.string().min(1).optional(),
+  /**
+   * kubernetes: the networks pods (and so the control plane) connect from, comma-separated
+   * CIDRs; clients there are inside, any other address is judged by the allowlist. Set it to
+   * the cluster's pod network (default: every private range).
+   */
+  PIER_DATABASES_KUBERNETES_CLUSTER_NETWORKS: z
+    .string()
+    .default('')
+    .transform((v, ctx) => {
+      const cidrs = v
+        .split(',')
+        .map((c) => c.trim())
+        .filter(Boolean);
+      for (const c of cidrs) {
+        if (!/^[0-9a-fA-F.:]+\/\d{1,3}$/.test(c)) {
+          ctx.addIssue({ code: 'custom', message: `PIER_DATABASES_KUBERNETES_CLUSTER_NETWORKS: "${c}" is not a CIDR` });
+          return z.NEVER;
+        }
+      }
+      return cidrs.length ? cidrs : undefined;
+    }),
   /** kubernetes: StorageClass of database volumes (cluster default when unset). */
   PIER_DATABASES_STORAGE_CLASS: z.string().min(1).optional(),
   /** SQL console: statement timeout and the most rows one query returns. */

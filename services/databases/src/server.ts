@@ -48,7 +48,7 @@ export function start(config: DatabasesConfig, options: StartOptions = {}): Prom
       const store = new KnexDatabasesStore(db);
       const installation = await store.installationId();
       // Timed at the port's grain (apply, observe, backup…): the adapters call client libraries directly.
-      const adapter = options.cluster?.(installation) ?? createCluster(config, installation);
+      const adapter = options.cluster?.(installation) ?? createCluster(config, installation, logger);
       const cluster = timedPort(adapter, 'cluster', clusterCallMetric(metrics));
       onStop('cluster adapter', () => cluster.close());
       const listener = await startPostgresListener(config, adapter, { store }, logger);
@@ -87,6 +87,7 @@ export function start(config: DatabasesConfig, options: StartOptions = {}): Prom
           }),
           new BackupWorker(ctx, config.PIER_DATABASES_BACKUP_SCHEDULER_INTERVAL_MS),
         ],
+        // The answer names how each engine runs on kubernetes (operator or built-in).
         checks: { cluster: () => cluster.ping() },
         describe: { cluster: cluster.capabilities.adapter, installation },
       };

@@ -2,7 +2,7 @@ import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CoreV1Api, Exec, type KubeConfig, type V1Status } from '@kubernetes/client-node';
 import { UnavailableError, vpcNamespace } from '@pier/kit';
-import { kubernetesApiConfiguration } from '@pier/kit/kubernetes';
+import { exitCodeOf, kubernetesApiConfiguration } from '@pier/kit/kubernetes';
 import type { ShellOptions, ShellPort, ShellProcess, ShellReplica } from '../domain/exec/shell-port.ts';
 import type { WorkloadRef } from '../domain/cluster-port.ts';
 import { K8S_LABEL, MANAGED_BY } from './kubernetes-manifests.ts';
@@ -24,13 +24,6 @@ const CONTAINER = 'app';
  * kubelet stops reading a stdin the process does not read, and so does the API server).
  */
 const STDIN_WINDOW = 1 << 20;
-
-/** The exit code in an exec's final status: Success is 0, NonZeroExitCode carries it. */
-export function exitCodeOf(status: V1Status): number | null {
-  if (status.status === 'Success') return 0;
-  const cause = status.details?.causes?.find((c) => c.reason === 'ExitCode');
-  return cause?.message !== undefined && /^\d+$/.test(cause.message) ? Number(cause.message) : null;
-}
 
 function frame(channel: number, data: Buffer): Buffer {
   return Buffer.concat([Buffer.from([channel]), data]);

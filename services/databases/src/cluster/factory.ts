@@ -1,19 +1,43 @@
+import type { Logger } from '@pier/kit';
 import type { DatabasesConfig } from '../config.ts';
 import type { DatabaseCluster } from '../domain/cluster-port.ts';
+import { kubeConfigFrom } from '@pier/kit/kubernetes';
 import { DockerCluster } from './docker.ts';
 import { KubernetesCluster } from './kubernetes.ts';
+import { BuiltinKubernetesCluster } from './kubernetes-builtin.ts';
+import { describeModes, KubernetesModes, OperatorDetector } from './kubernetes-modes.ts';
 import { s3StoreOf } from './backup-store.ts';
 
 /** The adapter PIER_CLUSTER names; everything it creates carries the installation's label. */
-export function createCluster(config: DatabasesConfig, installation: string): DatabaseCluster {
+export function createCluster(config: DatabasesConfig, installation: string, logger?: Logger): DatabaseCluster {
   const s3 = s3StoreOf(config);
   if (config.PIER_CLUSTER === 'kubernetes') {
-    return KubernetesCluster.fromKubeconfig(config.PIER_KUBECONFIG, {
-      installation,
-      storageClass: config.PIER_DATABASES_STORAGE_CLASS,
-      domains: { postgresql: config.PIER_POSTGRES_EXTERNAL_DOMAIN, mysql: config.PIER_MYSQL_EXTERNAL_DOMAIN },
-      backupStore: s3,
+    const kc = kubeConfigFrom(config.PIER_KUBECONFIG);
+    const domains = { postgresql: config.PIER_POSTGRES_EXTERNAL_DOMAIN, mysql: config.PIER_MYSQL_EXTERNAL_DOMAIN };
+    const clusterNetworks = config.PIER_DATABASES_KUBERNETES_CLUSTER_NETWORKS;
+    const modes = new KubernetesModes({
+      setting: config.PIER_DATABASES_KUBERNETES_OPERATOR,
+      detector: new OperatorDetector(kc, installation),
+      operator: () => new KubernetesCluster(kc, { installation, storageClass: config.PIER_DATABASES_STORAGE_CLASS, clusterNetworks, domains, backupStore: s3 }),
+      builtin: () =>
+        new BuiltinKubernetesCluster(kc, {
+          installation,
+          postgresImage: config.PIER_DATABASES_POSTGRES_IMAGE,
+          mysqlImage: config.PIER_DATABASES_MYSQL_IMAGE,
+          storageClass: config.PIER_DATABASES_STORAGE_CLASS,
+          clusterNetworks,
+          externalService: config.PIER_DATABASES_KUBERNETES_EXTERNAL_SERVICE,
+          externalAddress: config.PIER_DATABASES_KUBERNETES_EXTERNAL_ADDRESS,
+          domains,
+          backupStore: s3,
+        }),
+      decided: (chosen) => logger?.info({ modes: chosen }, `databases on kubernetes: ${describeModes(chosen)}`),
     });
+    // Chosen at start when the API server answers; else at the first call (or /readyz) that reaches it.
+    modes
+      .decide()
+      .catch((err: unknown) => logger?.warn({ err }, "databases on kubernetes: the API server did not answer; the engines' modes are chosen once it does"));
+    return modes;
   }
   return new DockerCluster({
     installation,

@@ -1,5 +1,6 @@
 import { vpcNamespace } from '@pier/kit';
 import type { ClusterRef } from '../domain/cluster-port.ts';
+import { shortIdOf } from '../domain/database.ts';
 import type { S3Store } from './backup-store.ts';
 
 // What every manifest of the kubernetes adapter shares: the kinds, the names derived from
@@ -28,6 +29,8 @@ export const LABELS = {
   /** Set by the adapter on everything it applies (but namespaces, which services share). */
   installation: 'pier.dev/installation',
   backupName: 'pier.dev/backup-name',
+  /** The built-in mode's pods: primary, replica, pooler-rw, pooler-ro. */
+  role: 'pier.dev/role',
   backupMethod: 'pier.dev/backup-method',
 } as const;
 
@@ -99,3 +102,17 @@ export function meta(db: ClusterRef & { workspaceId?: string }, name: string) {
 
 /** `KEY` from a Secret, as a container's environment variable. */
 export const secretEnv = (name: string, secret: string, key: string) => ({ name, valueFrom: { secretKeyRef: { name: secret, key } } });
+
+/** The databases objects belong to, by their labels (`list`, the sweep); each database once. */
+export function refsOf(objects: { metadata?: { labels?: Record<string, string> } }[]): ClusterRef[] {
+  const refs = new Map<string, ClusterRef>();
+  for (const o of objects) {
+    const labels = o.metadata?.labels ?? {};
+    const id = labels[LABELS.database];
+    const vpcId = labels[LABELS.vpc];
+    const engine = labels[LABELS.engine];
+    if (!id || !vpcId || (engine !== 'postgresql' && engine !== 'mysql')) continue;
+    refs.set(id, { id, shortId: shortIdOf(id), vpcId, engine });
+  }
+  return [...refs.values()];
+}

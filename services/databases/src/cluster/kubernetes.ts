@@ -1,15 +1,15 @@
-import { type KubeConfig, KubernetesObjectApi, PatchStrategy, type KubernetesObject } from '@kubernetes/client-node';
+import { type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
-import { clusterUnavailable, isKubernetesNotFound, kubernetesFault, kubernetesStatusOf, vpcNamespace, UnavailableError, ConflictError } from '@pier/kit';
-import { kubeConfigFrom, kubernetesApiConfiguration } from '@pier/kit/kubernetes';
+import { isKubernetesNotFound, vpcNamespace, UnavailableError, ConflictError } from '@pier/kit';
 import type { ClusterCapabilities } from '../domain/capabilities.ts';
 import { appUserOf, CONSOLE_USER, shortIdOf, type Engine } from '../domain/database.ts';
 import type { ExternalDomains } from '../domain/context.ts';
 import type { Observation } from '../domain/status.ts';
 import type { BackupMethod } from '../domain/backup-records.ts';
+import { KubernetesObjects } from './kubernetes-objects.ts';
 import { observeCnpg, observeMoco, type K8sObject } from './kubernetes-observe.ts';
 import type { ClusterDatabase, ClusterRef, Credentials, DatabaseCluster, Endpoints, RepositoryListing, SqlTarget } from '../domain/cluster-port.ts';
-import { CNPG, MOCO, LABELS, SELECTOR, backupSelector, names, type KubernetesSettings, type Manifest } from './kubernetes-meta.ts';
+import { CNPG, MOCO, LABELS, SELECTOR, backupSelector, names, refsOf, type KubernetesSettings } from './kubernetes-meta.ts';
 import { cnpgCluster, cnpgPooler, credentialSecret, externalService, mocoCluster, mocoInitJob, namespaceManifest } from './kubernetes-manifests.ts';
 import { backupObjectName, cnpgBackup, mocoBackupJob, mocoBackupPolicy, mocoServiceAccount, storeSecret, type CronJobObject } from './kubernetes-backups.ts';
 import { cnpgRestoreJob, isRestored, mocoRestoreJob, renames } from './kubernetes-restore.ts';
@@ -20,8 +20,6 @@ import type { S3Store } from './backup-store.ts';
 
 // The production adapter: CloudNativePG for postgresql, MOCO for mysql, objects applied
 // with server-side apply (idempotent, so `apply` converges whatever state it finds).
-
-const FIELD_MANAGER = 'pier-databases';
 
 const CAPABILITIES: ClusterCapabilities = {
   adapter: 'kubernetes',
@@ -60,7 +58,7 @@ export interface KubernetesClusterOptions {
 const BACKUP_KIND: Record<Engine, [string, string]> = { postgresql: [CNPG, 'Backup'], mysql: ['batch/v1', 'Job'] };
 const CLUSTER_KIND: Record<Engine, [string, string]> = { postgresql: [CNPG, 'Cluster'], mysql: [MOCO, 'MySQLCluster'] };
 
-const backupsUnavailable = () =>
+export const backupsUnavailable = () =>
   new ConflictError(
     'backups need an S3-compatible object store on the kubernetes cluster: set PIER_DATABASES_BACKUP_S3_ENDPOINT, PIER_DATABASES_BACKUP_S3_BUCKET, PIER_DATABASES_BACKUP_S3_ACCESS_KEY_ID and PIER_DATABASES_BACKUP_S3_SECRET_ACCESS_KEY',
     'backups_unavailable',
@@ -68,9 +66,8 @@ const backupsUnavailable = () =>
 
 const password = () => randomBytes(24).toString('hex');
 
-export class KubernetesCluster implements DatabaseCluster {
+export class KubernetesCluster extends KubernetesObjects implements DatabaseCluster {
   readonly capabilities = CAPABILITIES;
-  private readonly api: KubernetesObjectApi;
   private readonly settings: KubernetesSettings;
   private readonly bucket?: { store: S3Store; s3: S3Objects };
 
@@ -78,7 +75,7 @@ export class KubernetesCluster implements DatabaseCluster {
     kc: KubeConfig,
     private readonly opts: KubernetesClusterOptions,
   ) {
-    this.api = new KubernetesObjectApi(kubernetesApiConfiguration(kc, opts.timeoutMs));
+    super(kc, opts.installation, opts.timeoutMs);
     this.settings = {
       storageClass: opts.storageClass,
       clusterNetworks: opts.clusterNetworks ?? ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16'],
@@ -87,30 +84,6 @@ export class KubernetesCluster implements DatabaseCluster {
       backupStore: opts.backupStore,
     };
     if (opts.backupStore) this.bucket = { store: opts.backupStore, s3: new S3Objects(opts.backupStore) };
-  }
-
-  static fromKubeconfig(file: string | undefined, opts: KubernetesClusterOptions): KubernetesCluster {
-    return new KubernetesCluster(kubeConfigFrom(file), opts);
-  }
-
-  private async guard<T>(fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (err) {
-      if ((err as { name?: string })?.name === 'PierError') throw err;
-      const fault = kubernetesFault(err);
-      if (fault && fault.kind !== 'unreachable') {
-        // The API server failing, or refusing our credentials, is the cluster being unavailable to us.
-        if ((fault.kind === 'failed' && fault.status !== 429) || fault.status === 401 || fault.status === 403) {
-          throw clusterUnavailable(`kubernetes API answered ${fault.status}`);
-        }
-        // Any other answer is the cluster refusing what we sent (a webhook, a quota, an
-        // object owned by someone else): nothing was done, and the client is told why, as
-        // compute answers a cluster that cannot prepare a VPC; never a bare 500.
-        throw new UnavailableError(`kubernetes refused the change (${fault.status}): ${fault.reason}`, 'cluster_error');
-      }
-      throw new UnavailableError(`kubernetes API unreachable: ${(err as Error)?.message ?? err}`, 'cluster_unavailable');
-    }
   }
 
   /** The bucket, for the backup methods: without a store there are no backups. */
@@ -127,51 +100,6 @@ export class KubernetesCluster implements DatabaseCluster {
       if ((err as { name?: string })?.name === 'PierError') throw err;
       throw new UnavailableError(`the backup store failed: ${(err as Error)?.message ?? err}`, 'backup_repository_unavailable');
     }
-  }
-
-  private labelled(m: Manifest): Manifest {
-    const installation = this.opts.installation;
-    return installation && m.kind !== 'Namespace'
-      ? { ...m, metadata: { ...m.metadata, labels: { ...m.metadata.labels, [LABELS.installation]: installation } } }
-      : m;
-  }
-
-  private async applyObject(m: Manifest): Promise<void> {
-    await this.api.patch(this.labelled(m) as KubernetesObject, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
-  }
-
-  /** Creates an object that must not change once made (a backup); one already there is kept as it is. */
-  private async createOnce(m: Manifest): Promise<void> {
-    try {
-      await this.api.create(this.labelled(m) as KubernetesObject, undefined, undefined, FIELD_MANAGER);
-    } catch (err) {
-      if (kubernetesStatusOf(err) !== 409) throw err;
-    }
-  }
-
-  private async listIn<T>(apiVersion: string, kind: string, namespace: string | undefined, selector: string): Promise<T[]> {
-    return (await this.api.list(apiVersion, kind, namespace, undefined, undefined, undefined, undefined, selector)).items as unknown as T[];
-  }
-
-  private async read<T extends KubernetesObject>(apiVersion: string, kind: string, name: string, namespace: string): Promise<T | undefined> {
-    try {
-      return (await this.api.read({ apiVersion, kind, metadata: { name, namespace } })) as T;
-    } catch (err) {
-      if (isKubernetesNotFound(err)) return undefined;
-      throw err;
-    }
-  }
-
-  private async remove(apiVersion: string, kind: string, name: string, namespace: string): Promise<void> {
-    try {
-      await this.api.delete({ apiVersion, kind, metadata: { name, namespace } }, undefined, undefined, undefined, undefined, 'Background');
-    } catch (err) {
-      if (!isKubernetesNotFound(err)) throw err;
-    }
-  }
-
-  async ping(): Promise<void> {
-    await this.guard(() => this.api.list('v1', 'Namespace', undefined, undefined, undefined, undefined, undefined, undefined, 1));
   }
 
   /** A credential Secret is created once; its password is never regenerated. */
@@ -315,24 +243,7 @@ export class KubernetesCluster implements DatabaseCluster {
         }),
       ),
     );
-    const refs = new Map<string, ClusterRef>();
-    for (const o of lists.flat()) {
-      const labels = o.metadata?.labels ?? {};
-      const id = labels[LABELS.database];
-      const vpcId = labels[LABELS.vpc];
-      const engine = labels[LABELS.engine];
-      if (!id || !vpcId || (engine !== 'postgresql' && engine !== 'mysql')) continue;
-      refs.set(id, { id, shortId: shortIdOf(id), vpcId, engine });
-    }
-    return [...refs.values()];
-  }
-
-  /** The first ingress address of a LoadBalancer Service; undefined until the cloud assigns one. */
-  private async loadBalancerAddress(name: string, namespace: string): Promise<string | undefined> {
-    type LbService = KubernetesObject & { status?: { loadBalancer?: { ingress?: { ip?: string; hostname?: string }[] } } };
-    const svc = await this.guard(() => this.read<LbService>('v1', 'Service', name, namespace));
-    const ingress = svc?.status?.loadBalancer?.ingress?.[0];
-    return ingress?.ip ?? ingress?.hostname ?? undefined;
+    return refsOf(lists.flat());
   }
 
   private async secretPassword(db: ClusterRef, name: string): Promise<string> {

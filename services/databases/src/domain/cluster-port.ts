@@ -121,8 +121,11 @@ export interface Credentials {
 
 export interface DatabaseCluster {
   readonly capabilities: ClusterCapabilities;
-  /** Throws UnavailableError when the cluster cannot be reached. */
-  ping(): Promise<void>;
+  /**
+   * Throws UnavailableError when the cluster cannot be reached. May say how it runs
+   * databases (kubernetes: each engine's mode), which GET /readyz shows.
+   */
+  ping(): Promise<string | void>;
   /** Creates the database or converges it to `db` (size, external access, allowlist). */
   apply(db: ClusterDatabase): Promise<void>;
   /** Live state of the given databases of one VPC, in one call to the cluster. */
