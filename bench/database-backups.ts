@@ -14,9 +14,20 @@
  * `benchBackups()` is what `pnpm bench` calls (section `backups`); `tsx bench/database-backups.ts`
  * runs it alone. Env: PIER_BENCH_BACKUP_SCALE (pgbench scale, 67 ≈ 1 GB),
  * PIER_BENCH_BACKUP_MYSQL_ROWS_LOG2 (22: 4 Mi rows of ~250 bytes ≈ 1 GB).
+ *
+ * PIER_BENCH_DATABASES_CLUSTER=kubernetes (section `backups-kubernetes` of `pnpm bench`):
+ * the same on the test cluster of deploy/kube/cluster.sh (started first), its databases run
+ * by Pier itself (no operator), the repository in the cluster's S3 store; the databases
+ * service takes the PIER_DATABASES_* and PIER_KUBECONFIG exports of `cluster.sh env`, and
+ * the data is loaded from this host through the external NodePort.
  */
+import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import http from 'node:http';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { vpcNamespace } from '@pier/kit';
 import { inVpc, mysqlCli } from '@pier/testing';
 import { startInfra, type Infra } from './infra.ts';
 import { removeLeftovers, request } from './databases.ts';
@@ -25,23 +36,38 @@ import { startPlatformAt } from '../test/support/platform-core.ts';
 type Call = Awaited<ReturnType<typeof request>>;
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+const run = promisify(execFile);
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+/** The databases service's settings for the test cluster: what `deploy/kube/cluster.sh env` exports for it. */
+async function kubernetesDatabasesEnv(): Promise<Record<string, string>> {
+  const { stdout } = await run('bash', [path.join(root, 'deploy/kube/cluster.sh'), 'env']);
+  const env: Record<string, string> = {};
+  for (const m of stdout.matchAll(/^export (PIER_[A-Z0-9_]+)=(.*)$/gm)) {
+    if (m[1] === 'PIER_CLUSTER' || m[1] === 'PIER_KUBECONFIG' || m[1]!.startsWith('PIER_DATABASES_')) env[m[1]!] = m[2]!;
+  }
+  if (env.PIER_CLUSTER !== 'kubernetes') throw new Error('deploy/kube/cluster.sh env names no cluster: start it first');
+  return env;
+}
 
 export interface BackupBenchResult {
   postgresql: { dataBytes: number; backupMs: number; backupBytes: number; restoreMs: number; forkMs: number; pitrMs: number };
   mysql: { dataBytes: number; backupMs: number; backupBytes: number; restoreMs: number };
 }
 
-export async function benchBackups(opts: { infra?: Infra; log?: (line: string) => void } = {}): Promise<BackupBenchResult> {
+export async function benchBackups(opts: { infra?: Infra; log?: (line: string) => void; cluster?: 'docker' | 'kubernetes' } = {}): Promise<BackupBenchResult> {
   const log = opts.log ?? ((l: string) => console.log(l));
   const scale = Number(process.env.PIER_BENCH_BACKUP_SCALE ?? 67);
   const mysqlDoublings = Number(process.env.PIER_BENCH_BACKUP_MYSQL_ROWS_LOG2 ?? 22);
+  const kubernetes = (opts.cluster ?? process.env.PIER_BENCH_DATABASES_CLUSTER) === 'kubernetes';
+  const clusterEnv = kubernetes ? await kubernetesDatabasesEnv() : {};
   const infra = opts.infra ?? (await startInfra());
   const volume = `pier-bench-backups-${process.pid}`;
   const platform = await startPlatformAt({
     postgresAdminUrl: infra.postgresAdminUrl,
     natsUrl: infra.natsUrl,
     logLevel: 'warn',
-    env: { databases: { PIER_DATABASES_BACKUP_VOLUME: volume, PIER_DATABASES_PROVISION_TIMEOUT_SECONDS: '1800' } },
+    env: { databases: { PIER_DATABASES_BACKUP_VOLUME: volume, PIER_DATABASES_PROVISION_TIMEOUT_SECONDS: '1800', ...clusterEnv } },
   });
   const { token, workspaceId, vpcId } = platform.bootstrap;
   const base = `${platform.gatewayUrl}/api/v1/workspaces/${workspaceId}/vpcs/${vpcId}/databases`;
@@ -60,7 +86,10 @@ export async function benchBackups(opts: { infra?: Infra; log?: (line: string) =
   }
   const runningFrom = async (res: Call, since: number, what: string) => {
     if (res.status !== 202) throw new Error(`${what}: ${res.status} ${JSON.stringify(res.body)}`);
-    return (await until(`/${res.body.id}`, (d) => d.status === 'running', since, what)).ms;
+    const { ms } = await until(`/${res.body.id}`, (d) => d.status === 'running', since, what);
+    // The test cluster's one node has 2 CPUs: a measured copy goes before the next starts.
+    if (kubernetes && what !== 'provision postgresql' && what !== 'provision mysql') await api('DELETE', `/${res.body.id}`);
+    return ms;
   };
   async function backup(id: string): Promise<{ ms: number; bytes: number }> {
     const t0 = performance.now();
@@ -76,24 +105,45 @@ export async function benchBackups(opts: { infra?: Infra; log?: (line: string) =
     await runningFrom(res, performance.now(), `provision ${engine}`);
     return { id: res.body.id, conn: (await api('GET', `/${res.body.id}/connection`)).body };
   }
+  /**
+   * A PostgreSQL client tool against the database: from inside the VPC's network on docker;
+   * on kubernetes from this host through the external NodePort (the node masquerades it
+   * into the pod network, so it is inside).
+   */
+  async function pgTool(id: string, conn: any, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+    if (!kubernetes) return inVpc(vpcId, 'pier/pg-managed:15', [...args, conn.database_url]);
+    const patched = await api('PATCH', `/${id}`, { external_access_enabled: true });
+    if (patched.status !== 200) throw new Error(`external access: ${patched.status} ${JSON.stringify(patched.body)}`);
+    const url = (await api('GET', `/${id}/connection`)).body.external_url;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const { stdout, stderr } = await run(args[0]!, [...args.slice(1), url], { maxBuffer: 64 << 20 });
+        return { code: 0, stdout, stderr };
+      } catch (err) {
+        const e = err as { code?: number; stdout?: string; stderr?: string };
+        // kube-proxy opens a new NodePort within moments.
+        if (attempt < 20 && /Connection refused|timed out/.test(e.stderr ?? '')) {
+          await new Promise((r) => setTimeout(r, 500));
+          continue;
+        }
+        return { code: typeof e.code === 'number' ? e.code : 1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+      }
+    }
+  }
 
   try {
-    log('pier bench — database backups on docker (repository: a named volume), through the gateway');
+    log(
+      kubernetes
+        ? 'pier bench — database backups on the kubernetes test cluster (built in, no operator; repository: its S3 store), through the gateway'
+        : 'pier bench — database backups on docker (repository: a named volume), through the gateway',
+    );
 
     // ---- postgresql ----
     const pg = await provision('bench-pg', 'postgresql');
     let t0 = performance.now();
-    const init = await inVpc(vpcId, 'pier/pg-managed:15', ['pgbench', '-i', '-q', '-s', String(scale), pg.conn.database_url]);
+    const init = await pgTool(pg.id, pg.conn, ['pgbench', '-i', '-q', '-s', String(scale)]);
     if (init.code !== 0) throw new Error(`pgbench -i: ${init.stderr}`);
-    const size = await inVpc(vpcId, 'pier/pg-managed:15', [
-      'psql',
-      '-X',
-      '-tA',
-      '-d',
-      pg.conn.database_url,
-      '-c',
-      'select pg_database_size(current_database())',
-    ]);
+    const size = await pgTool(pg.id, pg.conn, ['psql', '-X', '-tA', '-c', 'select pg_database_size(current_database())', '-d']);
     const pgBytes = Number(size.stdout.trim());
     log(`  postgresql: pgbench -i -s ${scale}: ${(pgBytes / 1024 ** 3).toFixed(2)} GiB in ${seconds(performance.now() - t0)}`);
 
@@ -101,10 +151,10 @@ export async function benchBackups(opts: { infra?: Infra; log?: (line: string) =
     log(`  postgresql backup → completed: ${seconds(pgBackup.ms)} (${(pgBackup.bytes / 1024 ** 2).toFixed(0)} MiB stored, lz4)`);
 
     // WAL after the backup, replayed by the point-in-time restore.
-    const bench = await inVpc(vpcId, 'pier/pg-managed:15', ['pgbench', '-n', '-T', '10', '-c', '2', pg.conn.database_url]);
+    const bench = await pgTool(pg.id, pg.conn, ['pgbench', '-n', '-T', '10', '-c', '2']);
     if (bench.code !== 0) throw new Error(`pgbench: ${bench.stderr}`);
     const target = new Date().toISOString();
-    await inVpc(vpcId, 'pier/pg-managed:15', ['pgbench', '-n', '-T', '3', '-c', '2', pg.conn.database_url]);
+    await pgTool(pg.id, pg.conn, ['pgbench', '-n', '-T', '3', '-c', '2']);
 
     t0 = performance.now();
     const restoreMs = await runningFrom(await api('POST', `/${pg.id}/backups/restore`, { name: 'bench-pg-restore' }), t0, 'restore');
@@ -128,7 +178,12 @@ export async function benchBackups(opts: { infra?: Infra; log?: (line: string) =
       "insert into t (pad) values (repeat('x', 240))",
       ...Array.from({ length: mysqlDoublings }, () => 'insert into t (pad) select pad from t'),
     ].join('; ');
-    const loaded = await mysqlCli(myUrl, fill);
+    // kube-proxy opens a new NodePort within moments: a refused first connection is retried.
+    let loaded = await mysqlCli(myUrl, fill);
+    for (let i = 0; kubernetes && i < 20 && /Can't connect/.test(loaded.stderr); i++) {
+      await new Promise((r) => setTimeout(r, 500));
+      loaded = await mysqlCli(myUrl, fill);
+    }
     if (loaded.code !== 0) throw new Error(`mysql load: ${loaded.stderr}`);
     const mySize = await mysqlCli(myUrl, "select data_length + index_length from information_schema.tables where table_name = 't'");
     const myBytes = Number(mySize.stdout.trim());
@@ -152,6 +207,11 @@ export async function benchBackups(opts: { infra?: Infra; log?: (line: string) =
     agent.destroy();
     await platform.stop().catch(() => undefined);
     await removeLeftovers(vpcId, [volume]).catch(() => undefined);
+    if (kubernetes) {
+      // The VPC's namespace holds every database the run made (their volumes go with it).
+      const kubectl = path.join((await readFile(path.join(path.dirname(clusterEnv.PIER_KUBECONFIG!), 'bin'), 'utf8')).trim(), 'kubectl');
+      await run(kubectl, ['--kubeconfig', clusterEnv.PIER_KUBECONFIG!, 'delete', 'namespace', vpcNamespace(vpcId), '--wait=false']).catch(() => undefined);
+    }
     if (!opts.infra) await infra.stop();
   }
 }

@@ -16,7 +16,8 @@
  * backups (bench/database-backups.ts), service logs (bench/logs.ts), edge (bench/edge.ts),
  * elastic services (bench/elastic.ts) and disk backups (bench/disk-backups.ts) benchmarks on
  * the same Postgres and NATS.
- * PIER_BENCH_ONLY=gateway,services,databases,backups,logs,edge,elastic,disk-backups picks some.
+ * PIER_BENCH_ONLY=gateway,services,databases,backups,logs,edge,elastic,disk-backups picks some;
+ * `backups-kubernetes` (never by default) runs the backups section on deploy/kube/cluster.sh's cluster.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -239,6 +240,11 @@ async function main(): Promise<void> {
     if (only.has('backups')) {
       console.log('');
       await benchBackups({ infra, log });
+    }
+    // Only when asked for: it needs the test cluster of deploy/kube/cluster.sh running.
+    if (only.has('backups-kubernetes')) {
+      console.log('');
+      await benchBackups({ infra, log, cluster: 'kubernetes' });
     }
     if (only.has('logs')) {
       console.log('');

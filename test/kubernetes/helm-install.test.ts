@@ -307,6 +307,9 @@ describe('the Helm chart on a real cluster', () => {
     };
     expect(await can('create', 'deployments.apps', 'compute')).toBe('yes');
     expect(await can('create', 'clusters.postgresql.cnpg.io', 'databases')).toBe('yes');
+    // Without an operator, databases runs the engines itself.
+    expect(await can('create', 'statefulsets.apps', 'databases')).toBe('yes');
+    expect(await can('create', 'persistentvolumeclaims', 'databases')).toBe('yes');
     expect(await can('create', 'secrets', 'secrets')).toBe('yes');
     expect(await can('create', 'deployments.apps', 'secrets')).toBe('no');
     expect(await can('get', 'secrets', 'gateway')).toBe('no');

@@ -10,6 +10,7 @@
 //     read them back into new databases;
 //   - a replica serves `read_only_url` and `external_url_ro`, and refuses writes.
 import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -20,6 +21,8 @@ import { restrictedPodSecurity, vpcNamespace } from '@pier/kit';
 import { kubeConfigFrom } from '@pier/kit/kubernetes';
 import { machineAddress, mysqlCli, psql, realKubernetes, type RealKubernetes } from '@pier/testing';
 import { PodCommands } from '../src/cluster/kubernetes-pods.ts';
+import { BuiltinKubernetesCluster } from '../src/cluster/kubernetes-builtin.ts';
+import type { ClusterDatabase } from '../src/domain/cluster-port.ts';
 import { databaseChecks, startDatabases, until, type Databases } from './support.ts';
 import { startS3Server, type S3Server } from './s3-server.ts';
 
@@ -241,6 +244,60 @@ describe('databases run by Pier itself on a real cluster (no operator)', () => {
     expect((await psql(url, "insert into t values ('source only')")).code).toBe(0);
     expect(await rows(fork.body.id)).toEqual(['fork only', 'one']);
     expect(await rows(id)).toEqual(['one', 'source only', 'three', 'two']);
+
+    // Into another VPC: the adapter makes the copy in that VPC's namespace, from the
+    // source's place in the store (the API's fork to another VPC asks auth, absent here), at
+    // the instant the API's point-in-time restore above sealed the archive past.
+    const otherVpc = randomUUID();
+    const adapter = new BuiltinKubernetesCluster(kubeConfigFrom(k.kubeconfig), {
+      postgresImage: 'pier/pg-managed:15',
+      mysqlImage: 'pier/mariadb:10.11',
+      clusterNetworks: [POD_NETWORK],
+      externalService: 'NodePort',
+      domains: {},
+      backupStore: { ...s3.store, prefix: 'pier-databases' },
+    });
+    const copyId = randomUUID();
+    const copy: ClusterDatabase = {
+      id: copyId,
+      shortId: copyId.slice(0, 8),
+      workspaceId: h.workspaceId,
+      vpcId: otherVpc,
+      engine: 'postgresql',
+      version: '15',
+      instanceType: 'svc.nano',
+      storageGb: 1,
+      replicas: 0,
+      externalAccessEnabled: false,
+      allowlist: [],
+      restore: {
+        source: { id, shortId: id.slice(0, 8), vpcId: h.vpcId, engine: 'postgresql' },
+        backupName: backup.name,
+        backupRef: null,
+        targetTime: new Date(target),
+      },
+    };
+    try {
+      await adapter.apply(copy);
+      const seen = await until(
+        () => adapter.observe(otherVpc, [copyId]).then((m) => m.get(copyId)!),
+        (o) => o.phase === 'ready' || o.phase === 'failed',
+        180_000,
+      );
+      expect(seen).toEqual({ phase: 'ready' });
+      const target = await adapter.sqlTarget(copy);
+      const there = `postgresql://${target.app.user}:${target.app.password}@${target.host}:${target.port}/${target.database}`;
+      expect((await psql(there, 'select v from t order by v')).stdout.trim().split('\n')).toEqual(['one', 'two']);
+      await adapter.delete(copy);
+    } finally {
+      await k.deleteNamespace(vpcNamespace(otherVpc));
+    }
+
+    // A StatefulSet's volumes grow only where their StorageClass expands volumes; local-path does not.
+    const grown = await h.request('PATCH', one(id), { storage_gb: 11 });
+    expect(grown.status, JSON.stringify(grown.body)).toBe(409);
+    expect(grown.body).toMatchObject({ code: 'storage_not_expandable', field: 'storage_gb' });
+    expect((await h.get(one(id))).body.storage_gb).toBe(10);
   }, 900_000);
 
   it('mysql: three instances; the replicas follow by GTID and refuse writes; a backup comes back as a new database', async () => {

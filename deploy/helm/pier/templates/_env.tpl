@@ -62,6 +62,15 @@ http://{{ include "pier.host" (dict "root" .root "part" .part) }}:{{ .port }}
 {{- with .root.Values.databases.storageClass }}
 - {name: PIER_DATABASES_STORAGE_CLASS, value: {{ . | quote }}}
 {{- end }}
+{{- with .root.Values.databases.operator }}
+- {name: PIER_DATABASES_KUBERNETES_OPERATOR, value: {{ . | quote }}}
+{{- end }}
+- {name: PIER_DATABASES_POSTGRES_IMAGE, value: {{ .root.Values.databases.postgresImage | quote }}}
+- {name: PIER_DATABASES_MYSQL_IMAGE, value: {{ .root.Values.databases.mysqlImage | quote }}}
+- {name: PIER_DATABASES_KUBERNETES_EXTERNAL_SERVICE, value: {{ .root.Values.databases.externalService | quote }}}
+{{- with .root.Values.databases.clusterNetworks }}
+- {name: PIER_DATABASES_KUBERNETES_CLUSTER_NETWORKS, value: {{ . | quote }}}
+{{- end }}
 {{- end -}}
 
 {{- define "pier.env.secrets" -}}

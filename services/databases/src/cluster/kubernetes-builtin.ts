@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { KubeConfig, KubernetesObject, V1Pod } from '@kubernetes/client-node';
-import { ConflictError, isKubernetesNotFound, UnavailableError, vpcNamespace } from '@pier/kit';
+import { ConflictError, isKubernetesNotFound, kubernetesFault, UnavailableError, vpcNamespace } from '@pier/kit';
 import type { ClusterCapabilities } from '../domain/capabilities.ts';
 import { appUserOf, CONSOLE_USER } from '../domain/database.ts';
 import type { BackupMethod } from '../domain/backup-records.ts';
@@ -13,7 +13,7 @@ import { parseMysqlListing, parsePostgresListing } from './docker-backups.ts';
 import { ENGINE_PORT, replicaCount, replicaSlot } from './docker-containers.ts';
 import type { ExecResult } from './docker-engine.ts';
 import { accessPolicy, namespaceManifest } from './kubernetes-manifests.ts';
-import { LABELS, SELECTOR, refsOf, type KubernetesSettings } from './kubernetes-meta.ts';
+import { LABELS, SELECTOR, refsOf, type KubernetesSettings, type Manifest } from './kubernetes-meta.ts';
 import { KubernetesObjects } from './kubernetes-objects.ts';
 import { PodCommands } from './kubernetes-pods.ts';
 import { backupsUnavailable } from './kubernetes.ts';
@@ -147,9 +147,10 @@ export class BuiltinKubernetesCluster extends KubernetesObjects implements Datab
       await this.applyObject(accessSecret(db, access));
       if (this.opts.backupStore) await this.applyObject(storeEnvSecret(db, this.opts.backupStore));
       for (const m of internalServices(db)) await this.applyObject(m);
-      await this.applyObject(primaryStatefulSet(db, this.settings));
-      if (replicaCount(db) > 0) await this.applyObject(replicaStatefulSet(db, this.settings));
+      await this.applyStatefulSet(db, primaryStatefulSet(db, this.settings));
+      if (replicaCount(db) > 0) await this.applyStatefulSet(db, replicaStatefulSet(db, this.settings));
       else await this.remove('apps/v1', 'StatefulSet', n.replicas, ns);
+      await this.growVolumes(db);
       if (db.engine === 'postgresql') {
         await this.applyObject(poolerDeployment(db, 'rw', this.settings));
         // Read-only pooling only where there are replicas to read from (else pooler_host_ro is the rw one).
@@ -161,6 +162,49 @@ export class BuiltinKubernetesCluster extends KubernetesObjects implements Datab
       else for (const name of [n.external, n.externalRo]) await this.remove('v1', 'Service', name, ns);
       await this.converge(db, access, passwords);
     });
+  }
+
+  /**
+   * A StatefulSet's claim templates are fixed once it exists (the API server refuses a
+   * change): it keeps the ones it was made with, and a larger `storage_gb` is asked of its
+   * volumes themselves (growVolumes).
+   */
+  private async applyStatefulSet(db: ClusterDatabase, m: Manifest): Promise<void> {
+    type Set = KubernetesObject & { spec?: { volumeClaimTemplates?: unknown[] } };
+    const existing = await this.read<Set>('apps/v1', 'StatefulSet', m.metadata.name, vpcNamespace(db.vpcId));
+    const templates = existing?.spec?.volumeClaimTemplates;
+    await this.applyObject(templates ? { ...m, spec: { ...(m.spec as object), volumeClaimTemplates: templates } } : m);
+  }
+
+  /**
+   * Every volume of the database asks for `storage_gb`: a volume smaller than that is grown
+   * (never shrunk). A StorageClass that cannot expand volumes refuses, and the change with it.
+   */
+  private async growVolumes(db: ClusterDatabase): Promise<void> {
+    type Claim = KubernetesObject & { spec?: { resources?: { requests?: { storage?: string } } } };
+    const ns = vpcNamespace(db.vpcId);
+    const claims = await this.listIn<Claim>('v1', 'PersistentVolumeClaim', ns, `${SELECTOR},${LABELS.database}=${db.id}`);
+    for (const c of claims) {
+      const size = c.spec?.resources?.requests?.storage ?? '';
+      const gi = /^(\d+)Gi$/.exec(size);
+      if (gi && Number(gi[1]) >= db.storageGb) continue;
+      try {
+        await this.applyObject({
+          apiVersion: 'v1',
+          kind: 'PersistentVolumeClaim',
+          metadata: { name: c.metadata!.name!, namespace: ns },
+          spec: { resources: { requests: { storage: `${db.storageGb}Gi` } } },
+        });
+      } catch (err) {
+        const fault = kubernetesFault(err);
+        if (!fault || fault.kind === 'unreachable' || (fault.status !== 403 && fault.status !== 422)) throw err;
+        throw new ConflictError(
+          `storage_gb: the cluster cannot grow the database's volumes (their StorageClass does not expand volumes): ${fault.reason}`,
+          'storage_not_expandable',
+          { field: 'storage_gb' },
+        );
+      }
+    }
   }
 
   /**
