@@ -48,3 +48,12 @@ export function exitCodeOf(status: V1Status): number | null {
   const cause = status.details?.causes?.find((c) => c.reason === 'ExitCode');
   return cause?.message !== undefined && /^\d+$/.test(cause.message) ? Number(cause.message) : null;
 }
+
+/**
+ * A CreateContainerConfigError the kubelet gives while its own cache of the pod's Secrets
+ * and ConfigMaps has not synced yet (a busy node): it retries by itself, so the pod is still
+ * starting. A Secret that does not exist says `secret "x" not found` and stays failed.
+ */
+export function kubeletCatchingUp(message: string | undefined): boolean {
+  return /failed to sync (secret|configmap) cache/i.test(message ?? '');
+}

@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import Docker from 'dockerode';
 import { ApiException } from '@kubernetes/client-node';
 import { dockerFault, isDockerNotFound, isKubernetesNotFound, kubernetesFault, pgErrorOf, unreachableCode } from '../src/index.ts';
+import { kubeletCatchingUp } from '../src/kubernetes.ts';
 
 const docker = new Docker();
 const created: { network: string[]; container: string[] } = { network: [], container: [] };
@@ -116,5 +117,14 @@ describe('kubernetesFault', () => {
   it("reads fetch's own failure on a refused connection as unreachable", async () => {
     const err = await fetch('http://127.0.0.1:1/').catch((e: unknown) => e);
     expect(kubernetesFault(err)).toMatchObject({ kind: 'unreachable' });
+  });
+});
+
+describe('kubeletCatchingUp', () => {
+  it('tells a kubelet still syncing its Secret cache (it retries) from a Secret that does not exist', () => {
+    expect(kubeletCatchingUp('failed to sync secret cache: timed out waiting for the condition')).toBe(true);
+    expect(kubeletCatchingUp('failed to sync configmap cache: timed out waiting for the condition')).toBe(true);
+    expect(kubeletCatchingUp('secret "pier-secret-x" not found')).toBe(false);
+    expect(kubeletCatchingUp(undefined)).toBe(false);
   });
 });

@@ -298,6 +298,8 @@ describe('databases run by Pier itself on a real cluster (no operator)', () => {
     expect(grown.status, JSON.stringify(grown.body)).toBe(409);
     expect(grown.body).toMatchObject({ code: 'storage_not_expandable', field: 'storage_gb' });
     expect((await h.get(one(id))).body.storage_gb).toBe(10);
+    // The copies go (the node is shared with the other test files' pods).
+    for (const r of [fromBackup, atTime, fork]) expect((await h.request('DELETE', one(r.body.id))).status).toBe(202);
   }, 900_000);
 
   it('mysql: three instances; the replicas follow by GTID and refuse writes; a backup comes back as a new database', async () => {
@@ -319,6 +321,15 @@ describe('databases run by Pier itself on a real cluster (no operator)', () => {
       60_000,
     );
     expect((await mysqlCli(details.external_url_ro, "insert into t values ('no')")).code).not.toBe(0);
+    // Back to one instance (the replicas' pods and volumes go) before a copy is made of it.
+    const shrunk = await h.request('PATCH', `${one(id)}/replicas`, { replicas: 1 });
+    expect(shrunk.status, JSON.stringify(shrunk.body)).toBe(202);
+    await until(
+      () => k.get(`/api/v1/namespaces/${vpcNamespace(h.vpcId)}/pods`).then((l) => (l.items as { metadata: { name: string } }[]).map((p) => p.metadata.name)),
+      (names) => !names.some((n) => n.startsWith(`db-${id.slice(0, 8)}-replica`)),
+      120_000,
+    );
+    await checks.running(id);
     const backup = await completedBackup(id);
     const restored = await h.post(`${one(id)}/backups/restore`, { name: 'shop-copy', backup_name: backup.name });
     expect(restored.status, JSON.stringify(restored.body)).toBe(202);

@@ -4,7 +4,7 @@ import { observed, type ClusterCallObserver } from './call-metrics.ts';
 // Not re-exported by the package root; the generic object API serializes bodies through it.
 import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
 import { clusterUnavailable, isKubernetesNotFound, kubernetesFault, vpcNamespace, type Logger } from '@pier/kit';
-import { kubeConfigFrom, kubernetesApiConfiguration } from '@pier/kit/kubernetes';
+import { kubeConfigFrom, kubeletCatchingUp, kubernetesApiConfiguration } from '@pier/kit/kubernetes';
 import {
   WorkloadRejectedError,
   type ClusterPort,
@@ -92,7 +92,7 @@ function podUnit(pod: V1Pod): ReplicaUnit {
   }
   for (const s of statuses) {
     const waiting = s.state?.waiting;
-    if (waiting?.reason && FAILING_REASONS.has(waiting.reason)) {
+    if (waiting?.reason && FAILING_REASONS.has(waiting.reason) && !kubeletCatchingUp(waiting.message)) {
       return unit('failed', `pod ${name}: ${waiting.reason}${waiting.message ? `: ${waiting.message}` : ''}`);
     }
   }

@@ -64,14 +64,14 @@ function podSecurity(engine: Engine) {
 }
 
 /**
- * The instance type as limits; the requests ask a quarter of its CPU, so a small node still
- * places a primary beside its replicas and poolers (memory is requested whole: a database
- * must not be the first thing the kernel kills).
+ * The instance type as limits; the requests ask a tenth of its CPU, so a small node still
+ * places a primary beside its replicas, poolers and copies (memory is requested whole: a
+ * database must not be the first thing the kernel kills).
  */
 function resources(db: ClusterDatabase) {
   const r = resourcesOf(db.instanceType);
   return {
-    requests: { cpu: `${Math.round(r.cpu * 250)}m`, memory: `${r.memoryMiB}Mi` },
+    requests: { cpu: `${Math.round(r.cpu * 100)}m`, memory: `${r.memoryMiB}Mi` },
     limits: { cpu: `${Math.round(r.cpu * 1000)}m`, memory: `${r.memoryMiB}Mi` },
   };
 }

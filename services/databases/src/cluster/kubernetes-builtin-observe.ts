@@ -1,4 +1,5 @@
 import type { V1Pod } from '@kubernetes/client-node';
+import { kubeletCatchingUp } from '@pier/kit/kubernetes';
 import type { Observation, Phase } from '../domain/status.ts';
 import { LABELS } from './kubernetes-meta.ts';
 
@@ -40,7 +41,7 @@ function observePod(pod: V1Pod, output: string | undefined): Observation {
   if (pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) return { phase: 'ready' };
   const container = pod.status?.containerStatuses?.[0];
   const waiting = container?.state?.waiting;
-  if (waiting?.reason && STUCK.test(waiting.reason)) {
+  if (waiting?.reason && STUCK.test(waiting.reason) && !kubeletCatchingUp(waiting.message)) {
     const last = container?.lastState?.terminated;
     const said = last ? ` (last exit ${last.exitCode}${last.message ? `: ${last.message.trim()}` : ''})` : waiting.message ? `: ${waiting.message}` : '';
     return { phase: 'failed', reason: `${what} ${waiting.reason === 'CrashLoopBackOff' ? 'keeps exiting' : waiting.reason}${said}` };
