@@ -22,6 +22,7 @@ export * from './grpc.ts';
 export * from './service-caller.ts';
 export * from './service.ts';
 export * from './locks.ts';
+export * from './leases.ts';
 export * from './crash-points.ts';
 export * from './cluster-names.ts';
 export * from './pod-security.ts';

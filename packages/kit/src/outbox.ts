@@ -200,33 +200,46 @@ export class OutboxRelay {
     await this.nc!.flush();
   }
 
-  /** One pass: publish every pending row, oldest first. Returns how many were published. */
+  /**
+   * One pass: publish every pending row, oldest first. Returns how many were published.
+   * Each batch is claimed with `FOR UPDATE SKIP LOCKED`: several instances of a service
+   * relay disjoint batches, so each event is published once (JetStream's de-duplication by
+   * message id remains behind it, for a process that dies between publish and commit).
+   */
   async pass(): Promise<number> {
     let published = 0;
     for (;;) {
-      const rows: { id: number; subject: string; payload: unknown; at_us: number }[] = await this.db('outbox')
-        .whereNull('published_at')
-        .orderBy('id')
-        .limit(this.opts.publishBatch)
-        .select('id', 'subject', 'payload', this.db.raw('(extract(epoch from created_at) * 1000000)::bigint as at_us'));
-      if (rows.length === 0) return published;
+      // Connected before the batch is claimed: a broker away holds no rows locked.
       const js = await this.connection();
-      const done: number[] = [];
-      try {
-        for (const row of rows) {
-          // The row's creation instant is part of the id: outbox ids restart at 1 in every
-          // database, and databases sharing one NATS (parallel test files, several
-          // platforms) must not have each other's events dropped as duplicates.
-          await js.publish(row.subject, JSON.stringify(row.payload), { msgID: `${this.source}:${row.id}:${row.at_us}` });
-          done.push(row.id);
+      let failure: unknown;
+      const count = await this.db.transaction(async (trx) => {
+        const rows: { id: number; subject: string; payload: unknown; at_us: number }[] = await trx('outbox')
+          .whereNull('published_at')
+          .orderBy('id')
+          .limit(this.opts.publishBatch)
+          .forUpdate()
+          .skipLocked()
+          .select('id', 'subject', 'payload', trx.raw('(extract(epoch from created_at) * 1000000)::bigint as at_us'));
+        if (rows.length === 0) return -1;
+        const done: number[] = [];
+        try {
+          for (const row of rows) {
+            // The row's creation instant is part of the id: outbox ids restart at 1 in every
+            // database, and databases sharing one NATS (parallel test files, several
+            // platforms) must not have each other's events dropped as duplicates.
+            await js.publish(row.subject, JSON.stringify(row.payload), { msgID: `${this.source}:${row.id}:${row.at_us}` });
+            done.push(row.id);
+          }
+        } catch (err) {
+          // What was acknowledged before the failure is committed as published below.
+          failure = err;
         }
-      } finally {
-        // One statement for the batch (or the part acknowledged before a failure); should
-        // the process die before it, the rows are published again and JetStream drops them
-        // as duplicates of their message ids.
-        if (done.length > 0) await this.db('outbox').whereIn('id', done).update({ published_at: this.db.fn.now() });
-      }
-      published += done.length;
+        if (done.length > 0) await trx('outbox').whereIn('id', done).update({ published_at: trx.fn.now() });
+        return done.length;
+      });
+      if (count < 0) return published;
+      published += count;
+      if (failure) throw failure;
     }
   }
 

@@ -5,6 +5,7 @@ import { createDb, migrate, type Migration } from './db.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { IdentityVerifier } from './identity.ts';
 import { OutboxRelay } from './outbox.ts';
+import { holderId, Leases } from './leases.ts';
 import { natsTarget } from './nats-connect.ts';
 import { createServiceApp } from './service-app.ts';
 import type { Route } from './route.ts';
@@ -92,6 +93,11 @@ export interface ServiceRuntime {
   relay: OutboxRelay;
   /** The registry GET /metrics serves: a service adds its own metrics to it. */
   metrics: Registry;
+  /**
+   * This instance's leases in the service's schema (its migrations create the table with
+   * createLeasesTable): ResourceLocks and leaderOnly share the work of several instances.
+   */
+  leases: Leases;
   onStop(what: string, stop: () => unknown): void;
 }
 
@@ -153,7 +159,8 @@ export async function startService<Extra extends object = Record<never, never>>(
     watchDbPool(metrics.registry, db);
     watchOutbox(metrics.registry, () => relay.backlog());
 
-    const parts = await spec.wire({ logger, db, verifier, relay, metrics: metrics.registry, onStop: (what, stop) => life.onStop(what, stop) });
+    const leases = new Leases(db, holderId(spec.name));
+    const parts = await spec.wire({ logger, db, verifier, relay, metrics: metrics.registry, leases, onStop: (what, stop) => life.onStop(what, stop) });
     const checks: ReadinessChecks = { database: () => db.raw('select 1'), nats: () => relay.checkNats(), ...parts.checks };
 
     let grpcPort: number | undefined;

@@ -1,4 +1,4 @@
-import { KeyedMutex, clusterCallMetric, grpcClientMetric, startService, timedPort, watchCounts, type RunningService } from '@pier/kit';
+import { ResourceLocks, clusterCallMetric, grpcClientMetric, leaderOnly, startService, timedPort, watchCounts, type RunningService } from '@pier/kit';
 import { SERVICE_STATUSES } from './domain/services/status.ts';
 import { servicesByStatus, unfinishedBuilds } from './store/status-counts.ts';
 import type { ComputeConfig } from './config.ts';
@@ -48,7 +48,7 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
     schema: SCHEMA,
     migrations,
     logDestination: options.logDestination,
-    async wire({ db, logger, relay, metrics, onStop }) {
+    async wire({ db, logger, relay, metrics, leases, onStop }) {
       watchCounts(metrics, {
         name: 'pier_compute_services',
         help: 'Services (not deleted) by status',
@@ -89,7 +89,8 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
         disks: createDiskBackups(config, db, logger),
         elastic: null,
         log: logger,
-        locks: new KeyedMutex(),
+        // One change per service across every instance of compute (kit's leases.ts).
+        locks: new ResourceLocks(leases, logger),
         eventsWritten: () => relay.poke(),
         now: () => new Date(),
       };
@@ -115,17 +116,24 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
         upgrades: computeUpgrades(ctx, { idleMs: config.PIER_COMPUTE_EXEC_IDLE_TIMEOUT_SECONDS * 1000, maxMs: config.PIER_COMPUTE_EXEC_MAX_SECONDS * 1000 }),
         background: [
           cluster,
-          computeReconciler(ctx, {
-            intervalMs: config.PIER_COMPUTE_RECONCILE_INTERVAL_MS,
-            graceMs: config.PIER_COMPUTE_PENDING_GRACE_SECONDS * 1000,
-            sweepEveryMs: config.PIER_COMPUTE_SWEEP_INTERVAL_SECONDS * 1000,
-          }),
+          // One instance at a time runs these (a lease each, handed over when its holder
+          // stops or dies). The others are per instance: see the README's "Several instances".
+          leaderOnly(
+            leases,
+            'reconciler',
+            computeReconciler(ctx, {
+              intervalMs: config.PIER_COMPUTE_RECONCILE_INTERVAL_MS,
+              graceMs: config.PIER_COMPUTE_PENDING_GRACE_SECONDS * 1000,
+              sweepEveryMs: config.PIER_COMPUTE_SWEEP_INTERVAL_SECONDS * 1000,
+            }),
+            logger,
+          ),
           diskBackups,
           builds,
           edgeWorker,
-          claimExpiry,
+          leaderOnly(leases, 'claim-expiry', claimExpiry, logger),
           ...(elastic ? [elastic.controller] : []),
-          new LogRetention(ctx, logger),
+          leaderOnly(leases, 'log-retention', new LogRetention(ctx, logger), logger),
           new UptimeChecker(ctx, logger, config.PIER_UPTIME_TICK_MS),
           new LogCollector(ctx, logger, {
             batchLines: config.PIER_COMPUTE_LOG_BATCH_LINES,

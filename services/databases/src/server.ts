@@ -1,4 +1,4 @@
-import { KeyedMutex, clusterCallMetric, grpcClientMetric, startService, timedPort, watchCounts, type RunningService } from '@pier/kit';
+import { ResourceLocks, leaderOnly, clusterCallMetric, grpcClientMetric, startService, timedPort, watchCounts, type RunningService } from '@pier/kit';
 import { STATUSES } from './domain/database.ts';
 import { databasesByStatus } from './store/status-counts.ts';
 import { pendingGraceMs, type DatabasesConfig } from './config.ts';
@@ -34,7 +34,7 @@ export function start(config: DatabasesConfig, options: StartOptions = {}): Prom
     schema: SCHEMA,
     migrations,
     logDestination: options.logDestination,
-    async wire({ db, logger, relay, metrics, onStop }) {
+    async wire({ db, logger, relay, metrics, leases, onStop }) {
       watchCounts(metrics, {
         name: 'pier_databases_databases',
         help: 'Databases (not deleted) by status',
@@ -69,7 +69,8 @@ export function start(config: DatabasesConfig, options: StartOptions = {}): Prom
         domains: { postgresql: config.PIER_POSTGRES_EXTERNAL_DOMAIN, mysql: config.PIER_MYSQL_EXTERNAL_DOMAIN },
         console: { timeoutMs: config.PIER_DATABASES_QUERY_TIMEOUT_MS, rowCap: config.PIER_DATABASES_QUERY_ROW_CAP },
         log: logger,
-        locks: new KeyedMutex(),
+        // One change per database across every instance (kit's leases.ts).
+        locks: new ResourceLocks(leases, logger),
         eventsWritten: () => relay.poke(),
         now: () => new Date(),
         deadlines: {
@@ -80,12 +81,18 @@ export function start(config: DatabasesConfig, options: StartOptions = {}): Prom
       return {
         routes: databasesRoutes(ctx),
         background: [
-          databasesReconciler(ctx, {
-            intervalMs: config.PIER_DATABASES_RECONCILE_INTERVAL_MS,
-            graceMs: pendingGraceMs(config),
-            sweepEveryMs: config.PIER_DATABASES_SWEEP_INTERVAL_SECONDS * 1000,
-          }),
-          new BackupWorker(ctx, config.PIER_DATABASES_BACKUP_SCHEDULER_INTERVAL_MS),
+          // One instance at a time runs each (a lease each, handed over when its holder stops or dies).
+          leaderOnly(
+            leases,
+            'reconciler',
+            databasesReconciler(ctx, {
+              intervalMs: config.PIER_DATABASES_RECONCILE_INTERVAL_MS,
+              graceMs: pendingGraceMs(config),
+              sweepEveryMs: config.PIER_DATABASES_SWEEP_INTERVAL_SECONDS * 1000,
+            }),
+            logger,
+          ),
+          leaderOnly(leases, 'backup-scheduler', new BackupWorker(ctx, config.PIER_DATABASES_BACKUP_SCHEDULER_INTERVAL_MS), logger),
         ],
         // The answer names how each engine runs on kubernetes (operator or built-in).
         checks: { cluster: () => cluster.ping() },

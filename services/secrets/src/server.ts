@@ -1,4 +1,4 @@
-import { clusterCallMetric, startService, timedPort, type ReconcileReport, type ReconcileTimes, type RunningService } from '@pier/kit';
+import { clusterCallMetric, leaderOnly, startService, timedPort, type ReconcileReport, type ReconcileTimes, type RunningService } from '@pier/kit';
 import type { SecretsConfig } from './config.ts';
 import { createCluster } from './cluster/factory.ts';
 import type { SecretsCluster } from './domain/cluster-port.ts';
@@ -34,7 +34,7 @@ export async function start(config: SecretsConfig, opts: StartOptions = {}): Pro
     schema: SCHEMA,
     migrations,
     logDestination: opts.logDestination,
-    async wire({ db, logger, relay, metrics }) {
+    async wire({ db, logger, relay, metrics, leases }) {
       const caller = await CallerCheck.create(config.PIER_COMPUTE_SERVICE_PUBLIC_KEY);
       if (!config.PIER_COMPUTE_SERVICE_PUBLIC_KEY) logger.warn('PIER_COMPUTE_SERVICE_PUBLIC_KEY is not set: every gRPC call will be refused');
       // Timed as `store.<method>`: the operation names /metrics has always given the secret store's calls.
@@ -60,7 +60,8 @@ export async function start(config: SecretsConfig, opts: StartOptions = {}): Pro
         // Through describeError: a store's failure may echo what it was sent. The check keeps
         // its name `store` (readyz answers it): the secret store is what it asks.
         checks: { store: () => cluster.ping().catch((err: unknown) => Promise.reject(new Error(cluster.describeError(err)))) },
-        background: [reconciler],
+        // One instance at a time reconciles (a lease, handed over when its holder stops or dies).
+        background: [leaderOnly(leases, 'reconciler', reconciler, logger)],
         extra: { reconcile: () => reconciler.runOnce() },
         describe: { cluster: cluster.kind },
       };

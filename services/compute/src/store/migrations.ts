@@ -1,4 +1,4 @@
-import { createIdempotencyTable, createOutboxTable, type Migration } from '@pier/kit';
+import { createIdempotencyTable, createLeasesTable, createOutboxTable, type Migration } from '@pier/kit';
 
 export const SCHEMA = 'compute';
 
@@ -376,5 +376,11 @@ export const migrations: Migration[] = [
         t.dropColumn('idle_timeout_seconds');
       });
     },
+  },
+  {
+    // Leases: one change per resource and one leader per background loop across instances (kit's leases.ts).
+    name: '0013_leases',
+    up: (db) => createLeasesTable(db),
+    down: (db) => db.schema.dropTable('leases'),
   },
 ];

@@ -1,4 +1,4 @@
-import { createIdempotencyTable, createInstallationTable, createOutboxTable, nextFireTime, type Migration } from '@pier/kit';
+import { createIdempotencyTable, createInstallationTable, createLeasesTable, createOutboxTable, nextFireTime, type Migration } from '@pier/kit';
 import { BACKUP_METHODS, BACKUP_STATUSES, defaultSchedule, RETENTION_COUNT } from '../domain/backup-records.ts';
 
 export const SCHEMA = 'databases';
@@ -166,5 +166,11 @@ export const migrations: Migration[] = [
     name: '0005_idempotency_keys',
     up: (db) => createIdempotencyTable(db),
     down: (db) => db.schema.dropTable('idempotency_keys'),
+  },
+  {
+    // Leases: one change per resource and one leader per background loop across instances (kit's leases.ts).
+    name: '0006_leases',
+    up: (db) => createLeasesTable(db),
+    down: (db) => db.schema.dropTable('leases'),
   },
 ];

@@ -1,4 +1,4 @@
-import { createIdempotencyTable, createInstallationTable, createOutboxTable, type Migration } from '@pier/kit';
+import { createIdempotencyTable, createInstallationTable, createLeasesTable, createOutboxTable, type Migration } from '@pier/kit';
 
 export const SCHEMA = 'secrets';
 
@@ -60,5 +60,11 @@ export const migrations: Migration[] = [
     name: '0005_installation',
     up: (db) => createInstallationTable(db),
     down: (db) => db.schema.dropTable('installation'),
+  },
+  {
+    // Leases: one leader for the reconciler across instances (kit's leases.ts).
+    name: '0006_leases',
+    up: (db) => createLeasesTable(db),
+    down: (db) => db.schema.dropTable('leases'),
   },
 ];
