@@ -11,6 +11,7 @@
 //   WebSocket idle. PIER_UPSTREAM_TIMEOUT_MS is 500 ms here: the held request is a 504
 //   `upstream_timeout`, the stalled body is cut, and the event stream and the WebSocket —
 //   silent for three times the timeout — are not.
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -158,6 +159,33 @@ describe('auth down', () => {
     );
   });
 
+  it('auth replaced behind its address (the old connection black-holed, never closed): answered again within 20 s', { timeout: 60_000 }, async () => {
+    // A token never seen before each time: the gateway's answer cache cannot answer it, auth must (401).
+    const ask = () => p.apiAt(p.gatewayUrl, { authorization: `Bearer pier_${randomUUID().replace(/-/g, '')}` }).get(vpcPath('/services'));
+    expect((await ask()).status).toBe(401);
+    // What a deleted pod behind a Service leaves the gateway: a connection nothing answers on.
+    link.freeze();
+    const start = performance.now();
+    let status = 0;
+    let failed = 0;
+    while (status !== 401 && performance.now() - start < 40_000) {
+      status = (await ask()).status;
+      if (status !== 401) {
+        failed++;
+        await sleep(250);
+      }
+    }
+    const ms = performance.now() - start;
+    // The frozen connection goes (the link relays new ones all along).
+    await link.down();
+    await link.up();
+    expect(status).toBe(401);
+    // The keepalive (every 10 s, answered within 5 s) finds the dead connection; the channel connects anew.
+    expect(ms).toBeLessThan(20_000);
+    expect(failed).toBeGreaterThan(0);
+    console.info(`auth replaced: answered again ${ms.toFixed(0)} ms after its connection went silent (${failed} requests answered 503 meanwhile)`);
+  });
+
   it('a hung auth (accepts, never answers) is a 503 within a second, with the default settings', async () => {
     const held: net.Socket[] = [];
     const hung = net.createServer((s) => held.push(s));
@@ -252,6 +280,28 @@ describe('slow and hung upstreams', () => {
     socket.send('still there?');
     expect(await reply).toBe('echo:still there?');
     socket.close();
+  });
+
+  it('closes an upstream socket it has not used for 4 s (before a Service would drop a gone pod from its endpoints)', async () => {
+    const open = new Set<net.Socket>();
+    const onConnection = (socket: net.Socket) => {
+      open.add(socket);
+      socket.on('close', () => open.delete(socket));
+    };
+    upstream.on('connection', onConnection);
+    try {
+      expect((await owner.get(servicePath('fine'))).status).toBe(200);
+      const pooled = [...open];
+      expect(pooled.length).toBeGreaterThan(0);
+      const start = performance.now();
+      while (pooled.some((s) => open.has(s)) && performance.now() - start < 10_000) await sleep(100);
+      const ms = performance.now() - start;
+      expect(pooled.filter((s) => open.has(s))).toEqual([]);
+      expect(ms).toBeLessThan(6_000);
+      console.info(`upstream idle socket closed ${ms.toFixed(0)} ms after its request`);
+    } finally {
+      upstream.off('connection', onConnection);
+    }
   });
 
   it('the gateway is still healthy for ordinary requests afterwards', async () => {

@@ -19,6 +19,12 @@ export interface SocketLink {
   /** Cuts every open connection and stops listening: the dependency is gone until `up()`. */
   down(): Promise<void>;
   /**
+   * The open connections stop relaying in both directions without being closed, as a peer
+   * that vanished without a word (a pod deleted behind a Service's address); new
+   * connections relay as before.
+   */
+  freeze(): void;
+  /**
    * Arms a trip: the first client bytes that match `pattern` (an HTTP request line, say)
    * are not relayed; the link goes down instead, in the middle of the client's work.
    * Resolves once it has.
@@ -38,6 +44,7 @@ export function socketLink(target: LinkTarget): SocketLink {
   let server: net.Server | undefined;
   let port = 0;
   let trip: { pattern: RegExp; fired: () => void } | undefined;
+  let pipes: { client: net.Socket; watch: Transform; upstream: net.Socket }[] = [];
   const link: SocketLink = {
     get address() {
       return socketPath ?? `127.0.0.1:${port}`;
@@ -59,6 +66,7 @@ export function socketLink(target: LinkTarget): SocketLink {
           },
         });
         client.pipe(watch).pipe(upstream).pipe(client);
+        pipes.push({ client, watch, upstream });
         const drop = () => {
           client.destroy();
           upstream.destroy();
@@ -75,6 +83,16 @@ export function socketLink(target: LinkTarget): SocketLink {
       await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
       server = undefined;
       if (socketPath) await rm(socketPath, { force: true });
+    },
+    freeze() {
+      for (const { client, watch, upstream } of pipes) {
+        client.unpipe(watch);
+        watch.unpipe(upstream);
+        upstream.unpipe(client);
+        client.pause();
+        upstream.pause();
+      }
+      pipes = [];
     },
     cutOn(pattern) {
       return new Promise<void>((fired) => (trip = { pattern, fired }));

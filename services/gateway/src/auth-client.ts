@@ -49,9 +49,13 @@ export class AuthClient {
     this.signer = new ServiceTokenSigner(options.serviceKey, 'gateway');
     const Ctor = clientConstructor('auth.proto', 'auth.v1', 'Auth');
     this.client = new Ctor(target, grpc.credentials.createInsecure(), {
-      // At the server's default minimum ping interval, so auth never answers too_many_pings.
-      'grpc.keepalive_time_ms': 300_000,
-      'grpc.keepalive_timeout_ms': 10_000,
+      // A connection whose far end vanished without a word (auth's pod replaced behind its
+      // Service address: the old connection is black-holed, never reset) is found within
+      // 15 s, idle or not, and the channel connects again (to the new pod). Auth's grpc-js
+      // server does not limit pings (no too_many_pings).
+      'grpc.keepalive_time_ms': 10_000,
+      'grpc.keepalive_timeout_ms': 5_000,
+      'grpc.keepalive_permit_without_calls': 1,
       'grpc.client_idle_timeout_ms': 2_147_483_647,
       'grpc.enable_retries': 0,
       'grpc.initial_reconnect_backoff_ms': Math.min(1000, options.reconnectMaxMs),

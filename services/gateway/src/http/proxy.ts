@@ -34,10 +34,15 @@ export interface UpstreamProxy {
  * http-proxy-middleware are ejected: they attach listeners to every request and log URLs
  * with their query strings, which may hold an `access_token`.
  */
+/** How long an upstream socket waits unused in the pool before it is closed. */
+export const UPSTREAM_IDLE_MS = 4_000;
+
 export function createUpstreamProxy(name: Upstream, target: string, logger: Logger, timeoutMs: number): UpstreamProxy {
-  // Keep-alive, and let idle sockets go before the services' 65 s keep-alive timeout so we
-  // never reuse a socket the other side is closing.
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64, timeout: 30_000, scheduling: 'lifo' });
+  // Keep-alive, and let idle sockets go after 4 s: before the services' keep-alive timeout
+  // (65 s), so we never reuse a socket the other side is closing, and before a Service's
+  // endpoints drop a pod that went away (seconds), so no request is sent on a socket to a
+  // pod that is gone (one waited the whole upstream timeout on such a socket after an upgrade).
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64, timeout: UPSTREAM_IDLE_MS, scheduling: 'lifo' });
   const errors: Plugin<http.IncomingMessage, http.ServerResponse> = (proxy) => {
     // The upstream must send something at least every timeoutMs (an idle timeout on its
     // socket, as nginx's proxy_read_timeout): silent before its headers is a 504, silent
