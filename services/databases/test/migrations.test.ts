@@ -25,7 +25,7 @@ const tables = async () =>
 
 it('migrates up, down and up again', async () => {
   await migrate(knex, SCHEMA, migrations, 'up');
-  expect(await tables()).toEqual(['allowlist_rules', 'backup_schedules', 'backups', 'databases', 'idempotency_keys', 'installation', 'outbox']);
+  expect(await tables()).toEqual(['allowlist_rules', 'backup_schedules', 'backups', 'databases', 'idempotency_keys', 'installation', 'leases', 'outbox']);
   // One installation id, drawn at random, and no second row.
   const [{ id }] = await knex('installation').select('id');
   expect(id).toMatch(/^[0-9a-f-]{36}$/);
@@ -55,5 +55,5 @@ it('migrates up, down and up again', async () => {
   await migrate(knex, SCHEMA, migrations, 'down');
   expect(await tables()).toEqual([]);
   await migrate(knex, SCHEMA, migrations, 'up');
-  expect(await tables()).toEqual(['allowlist_rules', 'backup_schedules', 'backups', 'databases', 'idempotency_keys', 'installation', 'outbox']);
+  expect(await tables()).toEqual(['allowlist_rules', 'backup_schedules', 'backups', 'databases', 'idempotency_keys', 'installation', 'leases', 'outbox']);
 });

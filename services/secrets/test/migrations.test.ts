@@ -23,7 +23,7 @@ describe('secrets migrations', () => {
 
   it('migrates up, down and up again', async () => {
     await migrate(knex, SCHEMA, migrations, 'up');
-    expect(await tables()).toEqual(['idempotency_keys', 'installation', 'migrations', 'migrations_lock', 'outbox', 'secrets']);
+    expect(await tables()).toEqual(['idempotency_keys', 'installation', 'leases', 'migrations', 'migrations_lock', 'outbox', 'secrets']);
     const columns = (await knex.raw(`select column_name from information_schema.columns where table_schema = ? and table_name = 'secrets'`, [SCHEMA])).rows.map(
       (r: { column_name: string }) => r.column_name,
     );
