@@ -233,9 +233,11 @@ printf '%s' "$PIER_APP_PASSWORD:$PIER_CONSOLE_PASSWORD" | sha256sum | cut -c1-64
 # out of reach must not keep the database down: the archiver retries, and a backup
 # reports the error.
 [[ ${PIER_BACKUP_REPO:-volume} == none ]] || pgbackrest --config="$CONF" --stanza=db --no-online stanza-create >/dev/null 2>&1 || echo "pgBackRest stanza not created yet (repository unreachable?)" >&2
-# The replication login, once the server is up (the databases service sets it again when
-# it adds replicas, and drops the slots of replicas it removed).
-if [[ -n ${PIER_REPLICATION_PASSWORD:-} ]]; then
+# kubernetes' built-in mode (PIER_REPLICATION_AT_START=1): the replication login, once the
+# server is up, since replicas start beside it (the databases service sets it again when it
+# adds replicas, and drops the slots of replicas it removed). On docker the service sets it
+# itself, right after the start: the two at once would race for the one role.
+if [[ -n ${PIER_REPLICATION_PASSWORD:-} && ${PIER_REPLICATION_AT_START:-} == 1 ]]; then
   setsid nohup pier-replication-role "$(printf '%s' "$PIER_REPLICATION_PASSWORD" | base64 -w0)" >/dev/null 2>&1 </dev/null &
 fi
 mapfile -t archiving < <(archive_options)

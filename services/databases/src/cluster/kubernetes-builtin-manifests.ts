@@ -197,6 +197,8 @@ export function primaryStatefulSet(db: ClusterDatabase, s: BuiltinSettings): Man
     secretEnv('PIER_CONSOLE_PASSWORD', n.credentials, 'console'),
     secretEnv('PIER_REPLICATION_PASSWORD', n.credentials, 'replication'),
     secretEnv(db.engine === 'postgresql' ? 'PIER_HBA_B64' : 'PIER_ACCESS_B64', n.access, 'access'),
+    // The replication login made by the server itself at its start: replicas start beside it.
+    ...(db.engine === 'postgresql' ? [{ name: 'PIER_REPLICATION_AT_START', value: '1' }] : []),
     ...repo.env,
     // Read at the first start only: the data then exists, and later starts leave it be.
     ...(db.restore && s.backupStore ? kv(restoreEnv({ kind: 's3', store: s.backupStore }, db.restore)) : []),
