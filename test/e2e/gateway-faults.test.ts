@@ -11,6 +11,9 @@
 //   WebSocket idle. PIER_UPSTREAM_TIMEOUT_MS is 500 ms here: the held request is a 504
 //   `upstream_timeout`, the stalled body is cut, and the event stream and the WebSocket —
 //   silent for three times the timeout — are not.
+// - A gateway that stops (SIGTERM; kit's drain.ts): its readiness fails at once while it
+//   still answers (closing each connection), then event streams end with a `reconnect`
+//   event and WebSockets close with 1012, so clients reconnect to another gateway.
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import net from 'node:net';
@@ -32,6 +35,8 @@ let ws: string;
 let vpc: string;
 let link: SocketLink;
 let upstream: http.Server;
+/** Requests to the `flaky` path so far. */
+let flaky = 0;
 /** Plain HTTP requests that reached the upstream, by path. */
 const reached: string[] = [];
 
@@ -52,6 +57,17 @@ async function startFaultyUpstream(): Promise<string> {
     }
     if (last === 'slow') {
       setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{"slow":true}'), TIMEOUT_MS / 2);
+      return;
+    }
+    if (last === 'flaky') {
+      // Every other request has its connection cut before any answer (a service stopping).
+      flaky++;
+      if (flaky % 2 === 1) return void req.socket.destroy();
+      return void res.writeHead(200, { 'content-type': 'application/json' }).end(`{"attempt":${flaky}}`);
+    }
+    if (last === 'forever') {
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      res.write('event: line\ndata: {"text":"first"}\n\n'); // then open until the gateway ends it
       return;
     }
     if (last === 'logs') {
@@ -304,7 +320,67 @@ describe('slow and hung upstreams', () => {
     }
   });
 
+  it('sends a read (or a keyed bodiless write) once more when the connection closed before any answer; not other writes', async () => {
+    flaky = 0;
+    const read = await owner.get(servicePath('flaky'));
+    expect([read.status, read.body]).toEqual([200, { attempt: 2 }]);
+    const keyed = await p
+      .apiAt(p.gatewayUrl, { authorization: `Bearer ${p.bootstrap.token}`, 'idempotency-key': randomUUID() })
+      .post(servicePath('flaky'), undefined);
+    expect([keyed.status, keyed.body]).toEqual([200, { attempt: 4 }]);
+    // A write without a key might have run: the client hears of the failure.
+    const unkeyed = await owner.post(servicePath('flaky'), undefined);
+    expect([unkeyed.status, unkeyed.body]).toEqual([503, { error: 'compute service unavailable', code: 'upstream_unavailable' }]);
+  });
+
   it('the gateway is still healthy for ordinary requests afterwards', async () => {
     expect((await owner.get(vpcPath('/services'))).status).toBe(200);
+  });
+});
+
+describe('a gateway that stops', () => {
+  it('fails readiness while still answering, then ends streams with reconnect and sockets with 1012', { timeout: 30_000 }, async () => {
+    const g = await gateway.start(
+      gateway.readConfig({
+        PIER_GATEWAY_PORT: '0',
+        PIER_GATEWAY_METRICS_PORT: '0',
+        PIER_LOG_LEVEL: 'warn',
+        PIER_AUTH_GRPC_URL: link.address,
+        PIER_AUTH_URL: p.serviceUrls.auth,
+        PIER_COMPUTE_URL: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`,
+        PIER_GATEWAY_SERVICE_PRIVATE_KEY: p.gatewayKeys.privateJwk,
+        PIER_SHUTDOWN_DELAY_MS: '1000',
+      }),
+    );
+    const base = `http://127.0.0.1:${g.httpPort}`;
+    const auth = { authorization: `Bearer ${p.bootstrap.token}` };
+    const get = (url: string) =>
+      new Promise<{ status: number; connection?: string; body: string }>((resolve, reject) => {
+        http
+          .get(url, { headers: auth, agent: false }, (res) => {
+            let body = '';
+            res.on('data', (d: Buffer) => (body += d));
+            res.on('end', () => resolve({ status: res.statusCode!, connection: res.headers.connection, body }));
+          })
+          .on('error', reject);
+      });
+    const stream = get(`${base}${servicePath('forever')}?follow=true`);
+    const socket = new WebSocket(`${base.replace('http', 'ws')}${servicePath('exec')}?access_token=${p.bootstrap.token}`);
+    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+    const closed = new Promise<[number, string]>((resolve) => socket.once('close', (code, reason) => resolve([code, reason.toString()])));
+    await sleep(200);
+
+    const stopped = g.stop();
+    const ready = await get(`http://127.0.0.1:${g.metricsPort}/healthz`);
+    expect([ready.status, JSON.parse(ready.body).status]).toEqual([503, 'draining']);
+    // Still answering meanwhile, each answer closing its connection.
+    const answered = await get(`${base}${servicePath('fine')}`);
+    expect([answered.status, answered.connection]).toEqual([200, 'close']);
+
+    const streamed = await stream;
+    expect(streamed.body).toContain('"first"');
+    expect(streamed.body).toContain('event: reconnect\ndata: {"error":"the service is restarting: reconnect","code":"service_restarting"}');
+    expect(await closed).toEqual([1012, 'the service is restarting: reconnect']);
+    await stopped;
   });
 });

@@ -25,6 +25,13 @@ export const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trac
 export const DATABASE_CONNECT_TIMEOUT_MS = 1500;
 export const DATABASE_ACQUIRE_TIMEOUT_MS = 10_000;
 
+/** A graceful stop's times (drain.ts): the gateway's configuration has them too. */
+export const shutdownEnv = {
+  // 0 locally: nothing routes by readiness there. The Helm chart sets 5000.
+  PIER_SHUTDOWN_DELAY_MS: millis('PIER_SHUTDOWN_DELAY_MS', 0, 120_000, 0),
+  PIER_SHUTDOWN_GRACE_MS: millis('PIER_SHUTDOWN_GRACE_MS', 0, 600_000, 10_000),
+};
+
 /** Variables every Pier service reads. Services extend this with their own. */
 export const serviceEnv = z.object({
   PIER_DATABASE_URL: z.string().url({ message: "PIER_DATABASE_URL must be a postgres:// URL (the service role's own login)" }),
@@ -54,4 +61,5 @@ export const serviceEnv = z.object({
     .min(100, 'PIER_DATABASE_ACQUIRE_TIMEOUT_MS must be at least 100')
     .max(600_000, 'PIER_DATABASE_ACQUIRE_TIMEOUT_MS must be at most 600000')
     .default(DATABASE_ACQUIRE_TIMEOUT_MS),
+  ...shutdownEnv,
 });

@@ -33,6 +33,7 @@ export * from './reconciler.ts';
 export * from './cron-schedule.ts';
 export * from './socket-response.ts';
 export * from './upgrade.ts';
+export * from './drain.ts';
 export * from './url-guard.ts';
 export * from './query-params.ts';
 export * from './backup-store.ts';

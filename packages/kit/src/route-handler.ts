@@ -10,6 +10,7 @@ import { hasNoBody, rawBodyOf } from './request-body.ts';
 import { answerIdempotently } from './route-idempotency.ts';
 import { writeEvents } from './sse.ts';
 import type { UpgradeRoute } from './upgrade.ts';
+import type { Drain } from './drain.ts';
 
 // The express handlers of a service's routes: the caller checked, the request parsed
 // against the route's contract, the handler's answer sent. Internal to the app
@@ -21,6 +22,8 @@ export interface RouteHandlerDeps {
   verifier: IdentityVerifier;
   idempotency?: IdempotencyKeys;
   keepAliveMs?: number;
+  /** Set when the instance stops (drain.ts): an event stream then ends with a `reconnect` event. */
+  drain?: Drain;
 }
 
 export function routeHandler(route: Route, deps: RouteHandlerDeps) {
@@ -53,7 +56,7 @@ export function routeHandler(route: Route, deps: RouteHandlerDeps) {
         key !== undefined && deps.idempotency
           ? await answerIdempotently({ keys: deps.idempotency, key, logger: deps.logger }, route, req, res, input)
           : await route.handler(input);
-      await send(res, result, gone.signal, deps.keepAliveMs);
+      await send(res, result, gone, deps);
     } catch (err) {
       // The first attempt is still running: a client that retries learns when to try again.
       if (err instanceof PierError && err.code === 'idempotency_key_in_use') res.set('retry-after', '1');
@@ -78,9 +81,9 @@ export function upgradeRequiredHandler(u: UpgradeRoute, verifier: IdentityVerifi
   };
 }
 
-async function send(res: Response, result: RouteResult, gone: AbortSignal, keepAliveMs = 15_000): Promise<void> {
+async function send(res: Response, result: RouteResult, gone: AbortController, deps: RouteHandlerDeps): Promise<void> {
   if (result.headers) res.set(result.headers);
-  if (result.events) await writeEvents(res, result.status, result.events, gone, keepAliveMs);
+  if (result.events) await writeEvents(res, result.status, result.events, gone, deps.keepAliveMs ?? 15_000, deps.drain?.streamsEnd);
   else if (result.body === undefined) res.status(result.status).end();
   else res.status(result.status).json(result.body);
 }

@@ -11,6 +11,7 @@ import { accessLog, errorHandler, notFound, requestIds } from './middleware.ts';
 import { requestMetrics, routeName } from './request-metrics.ts';
 import { routeHandler, upgradeRequiredHandler } from './route-handler.ts';
 import { openApiPaths } from './openapi.ts';
+import { closeWhileDraining, type Drain } from './drain.ts';
 
 export interface ServiceAppOptions {
   service: string;
@@ -31,12 +32,16 @@ export interface ServiceAppOptions {
   bodyLimit?: string;
   /** Longest silence on an event stream before a keep-alive comment (default 15 s). */
   keepAliveMs?: number;
+  /** A graceful stop's state (drain.ts): readiness fails, answers close their connections, streams end. */
+  drain?: Drain;
 }
 
 export function createServiceApp(opts: ServiceAppOptions): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  const drain = opts.drain;
+  if (drain) app.use(closeWhileDraining(drain));
   app.use(requestIds());
   app.use(accessLog(opts.logger));
   if (opts.metrics) app.use(requestMetrics(opts.metrics));
@@ -44,6 +49,11 @@ export function createServiceApp(opts: ServiceAppOptions): Express {
 
   app.get('/healthz', routeName('/healthz'), async (_req, res, next) => {
     try {
+      // Stopping: the chart's readiness probe (this path) takes the instance out of the endpoints.
+      if (drain?.draining) {
+        res.status(503).json({ status: 'draining', service: opts.service });
+        return;
+      }
       await opts.health?.();
       res.json({ status: 'ok', service: opts.service });
     } catch (err) {
@@ -54,6 +64,10 @@ export function createServiceApp(opts: ServiceAppOptions): Express {
   if (ready) {
     app.get('/readyz', routeName('/readyz'), async (_req, res, next) => {
       try {
+        if (drain?.draining) {
+          res.status(503).json({ status: 'draining', service: opts.service, checks: {} });
+          return;
+        }
         const r = await ready();
         res.status(r.status === 'ready' ? 200 : 503).json({ status: r.status, service: opts.service, checks: r.checks });
       } catch (err) {

@@ -7,6 +7,7 @@ import { IdentityVerifier } from './identity.ts';
 import { OutboxRelay } from './outbox.ts';
 import { holderId, Leases } from './leases.ts';
 import { natsTarget } from './nats-connect.ts';
+import { Drain } from './drain.ts';
 import { createServiceApp } from './service-app.ts';
 import type { Route } from './route.ts';
 import { IdempotencyKeys } from './idempotency.ts';
@@ -81,6 +82,10 @@ export interface ServiceBaseConfig {
   PIER_DATABASE_CONNECT_TIMEOUT_MS?: number;
   /** Longest a query waits for a pooled connection (default 10000). */
   PIER_DATABASE_ACQUIRE_TIMEOUT_MS?: number;
+  /** A graceful stop (drain.ts): how long to keep serving after readiness fails (default 0). */
+  PIER_SHUTDOWN_DELAY_MS?: number;
+  /** A graceful stop: how long requests in flight may take to finish (default 10000). */
+  PIER_SHUTDOWN_GRACE_MS?: number;
 }
 
 /** What the skeleton hands a service's wiring. */
@@ -188,7 +193,9 @@ export async function startService<Extra extends object = Record<never, never>>(
     );
     idempotency.start();
     life.onStop('idempotency keys', () => idempotency.stop());
+    const drain = new Drain();
     const app = createServiceApp({
+      drain,
       service: spec.name,
       logger,
       verifier,
@@ -205,13 +212,13 @@ export async function startService<Extra extends object = Record<never, never>>(
       metrics,
     });
     const { server, port } = await listen(app, spec.httpPort, config.PIER_BIND_HOST);
-    life.onStop('HTTP server', () => close(server));
-    if (parts.upgrades?.length) {
-      const upgrades = upgradeHandler({ routes: parts.upgrades, verifier, logger });
-      server.on('upgrade', upgrades.listener);
-      // Stopped before the server: it would wait for the open sockets otherwise.
-      life.onStop('WebSocket sessions', () => upgrades.close());
-    }
+    const upgrades = parts.upgrades?.length ? upgradeHandler({ routes: parts.upgrades, verifier, logger }) : undefined;
+    if (upgrades) server.on('upgrade', upgrades.listener);
+    // The first step of a stop (the Lifecycle runs them last to first): leave the
+    // endpoints, end streams and sockets (reconnect), let requests in flight finish; then
+    // background loops stop (leaders hand over), then the pools close.
+    const times = { delayMs: config.PIER_SHUTDOWN_DELAY_MS ?? 0, graceMs: config.PIER_SHUTDOWN_GRACE_MS ?? 10_000 };
+    life.onStop('HTTP server', () => drain.run(server, times, logger, () => upgrades?.close()));
     logger.info({ port, grpcPort, ...parts.describe }, `${spec.name} listening`);
     return { name: spec.name, httpPort: port, grpcPort, stop: () => life.stopAll(), ...(parts.extra as Extra) };
   } catch (err) {

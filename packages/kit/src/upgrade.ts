@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { z } from 'zod';
+import { RECONNECT_CLOSE_CODE, RECONNECT_CLOSE_REASON } from './drain.ts';
 import type { Logger } from './logger.ts';
 import type { Requirement } from './roles.ts';
 import { IDENTITY_HEADER, type Identity, type IdentityVerifier } from './identity.ts';
@@ -73,7 +74,7 @@ function queryObject(search: string): Record<string, string | string[]> {
 export interface UpgradeHandler {
   /** The HTTP server's `upgrade` listener for these routes; any other path is a JSON 404. */
   listener(req: http.IncomingMessage, socket: Duplex, head: Buffer): void;
-  /** Ends every open socket (a server does not close while upgraded sockets stay open). */
+  /** Ends every open socket, telling its client to reconnect (a server does not close while upgraded sockets stay open). */
   close(): void;
 }
 
@@ -129,7 +130,7 @@ export function upgradeHandler(opts: { routes: UpgradeRoute[]; verifier: Identit
     close() {
       for (const { wss } of compiled) {
         for (const ws of wss.clients) {
-          ws.close(1001, 'the service is stopping');
+          ws.close(RECONNECT_CLOSE_CODE, RECONNECT_CLOSE_REASON);
           setTimeout(() => ws.terminate(), 1000).unref();
         }
         wss.close();

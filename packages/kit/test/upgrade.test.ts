@@ -7,6 +7,8 @@ import { Writable } from 'node:stream';
 import { z } from 'zod';
 import WebSocket from 'ws';
 import {
+  RECONNECT_CLOSE_CODE,
+  RECONNECT_CLOSE_REASON,
   ConflictError,
   createLogger,
   createServiceApp,
@@ -159,10 +161,10 @@ describe('upgrade routes', () => {
     ]);
   });
 
-  it('closes open sockets when the service stops', async () => {
+  it('closes open sockets when the service stops, telling the client to reconnect (1012)', async () => {
     const r = await open(PATH, { [IDENTITY_HEADER]: await token({}) });
-    const closed = new Promise<number>((resolve) => r.socket!.once('close', (code) => resolve(code)));
+    const closed = new Promise<[number, string]>((resolve) => r.socket!.once('close', (code, reason) => resolve([code, reason.toString()])));
     handler.close();
-    expect(await closed).toBe(1001);
+    expect(await closed).toEqual([RECONNECT_CLOSE_CODE, RECONNECT_CLOSE_REASON]);
   });
 });

@@ -56,6 +56,12 @@ export const authEnv = serviceEnv
       .default(() => path.join(os.homedir(), '.config', 'pier')),
     PIER_PUBLIC_URL: z.string().url({ message: 'PIER_PUBLIC_URL must be the gateway URL, e.g. http://127.0.0.1:7100' }).default('http://127.0.0.1:7100'),
     PIER_BOOTSTRAP: flag,
+    // The bootstrap API key itself, when the installer chose it (the Helm chart keeps it in
+    // its Secret, so every auth replica and the operator know it); else a new one is made.
+    PIER_BOOTSTRAP_API_KEY: z
+      .string()
+      .regex(/^sk-[0-9a-f]{64}$/, 'PIER_BOOTSTRAP_API_KEY must be an API key: sk- and 64 hexadecimal digits')
+      .optional(),
     PIER_COMPUTE_URL: optionalUrl('PIER_COMPUTE_URL'),
     PIER_DATABASES_URL: optionalUrl('PIER_DATABASES_URL'),
     PIER_SECRETS_URL: optionalUrl('PIER_SECRETS_URL'),

@@ -40,7 +40,11 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
       const privateKey = await importIdentityKey(config.PIER_IDENTITY_PRIVATE_KEY);
       const store = new KnexAuthStore(db);
       const boot = config.PIER_BOOTSTRAP
-        ? await bootstrap(store, { email: config.PIER_BOOTSTRAP_EMAIL, configDir: config.PIER_CONFIG_DIR, apiUrl: config.PIER_PUBLIC_URL }, logger)
+        ? await bootstrap(
+            store,
+            { email: config.PIER_BOOTSTRAP_EMAIL, configDir: config.PIER_CONFIG_DIR, apiUrl: config.PIER_PUBLIC_URL, apiKey: config.PIER_BOOTSTRAP_API_KEY },
+            logger,
+          )
         : undefined;
 
       const lastUsed = new LastUsedRecorder(db, logger);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -128,6 +129,30 @@ describe('bootstrap', () => {
     expect(created).toHaveLength(1);
     expect(await counts(db.adminUrl)).toEqual({ users: 1, workspaces: 1, vpcs: 1, api_keys: 1 });
     expect(JSON.parse(await readFile(path.join(configDir, 'credentials.json'), 'utf8')).token).toBe(created[0]!.token);
+  });
+
+  it('creates the key an installer chose (PIER_BOOTSTRAP_API_KEY), stored only as its hash, and refuses a malformed one', async () => {
+    const db = await freshDatabase();
+    const chosen = `sk-${'ab12'.repeat(16)}`;
+    const configDir = path.join(tmp, 'chosen', 'pier');
+    // Two replicas of the chart, both given the key: whichever creates, it is that key.
+    const [a, b] = await Promise.all([
+      startLogged(env(db.urls.auth, configDir, { PIER_BOOTSTRAP_API_KEY: chosen })),
+      startLogged(env(db.urls.auth, configDir, { PIER_BOOTSTRAP_API_KEY: chosen })),
+    ]);
+    expect([a.auth.bootstrap!, b.auth.bootstrap!].filter((x) => x.created).map((x) => x.token)).toEqual([chosen]);
+    const c = new pg.Client({ connectionString: db.adminUrl });
+    await c.connect();
+    try {
+      const { rows } = await c.query(`select key_hash, key_prefix from auth.api_keys`);
+      expect(rows).toEqual([{ key_hash: createHash('sha256').update(chosen).digest('hex'), key_prefix: chosen.slice(0, rows[0].key_prefix.length) }]);
+    } finally {
+      await c.end();
+    }
+    expect(a.logs() + b.logs()).not.toContain(chosen.slice(3));
+    expect(() => readConfig(env(db.urls.auth, configDir, { PIER_BOOTSTRAP_API_KEY: 'sk-short' }))).toThrow(
+      /PIER_BOOTSTRAP_API_KEY must be an API key: sk- and 64 hexadecimal digits/,
+    );
   });
 
   it('does nothing with PIER_BOOTSTRAP=false', async () => {

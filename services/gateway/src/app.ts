@@ -9,8 +9,11 @@ import {
   IDENTITY_HEADER,
   loggablePath,
   NotFoundError,
+  RECONNECT_CLOSE_CODE,
+  RECONNECT_CLOSE_REASON,
   REQUEST_ID_HEADER,
   writeSocketError,
+  type Drain,
   type Logger,
 } from '@pier/kit';
 import type { Authenticates } from './answer-cache.ts';
@@ -38,6 +41,8 @@ export interface GatewayDeps {
   metrics?: GatewayMetrics;
   /** Which service each Idempotency-Key went to first (idempotency-owners.ts); absent without NATS. */
   keyClaims?: KeyClaims;
+  /** A graceful stop's state (kit's drain.ts): answers close their connections, streams and sockets end. */
+  drain?: Drain;
 }
 
 export interface Gateway {
@@ -68,10 +73,30 @@ function pathOf(url: string | undefined): string {
  * per-request set-up (request/response prototypes, router walk) cost about 150 µs of CPU
  * per proxied request, as much as the whole proxying; see services/gateway/README.md.
  */
+/**
+ * A WebSocket passing through a gateway that stops: closed with kit's reconnect code. The
+ * gateway does not parse the frames it relays, so the close frame (a server's is unmasked:
+ * 0x88, length, code, reason) may land inside one the service was sending; that client then
+ * sees a broken socket instead (1006), and reconnects all the same.
+ */
+function endWithInstance(socket: Duplex, streamsEnd: AbortSignal): void {
+  const end = () => {
+    const reason = Buffer.from(RECONNECT_CLOSE_REASON);
+    const frame = Buffer.concat([Buffer.from([0x88, 2 + reason.length, RECONNECT_CLOSE_CODE >> 8, RECONNECT_CLOSE_CODE & 0xff]), reason]);
+    // Still piped to the service: the client's answer to the close ends that side too.
+    if (socket.writable) socket.end(frame);
+    setTimeout(() => socket.destroy(), 1000).unref();
+  };
+  if (streamsEnd.aborted) return end();
+  streamsEnd.addEventListener('abort', end, { once: true });
+  socket.once('close', () => streamsEnd.removeEventListener('abort', end));
+}
+
 export function createGateway(deps: GatewayDeps): Gateway {
   const { logger, auth, limits, metrics } = deps;
   const proxies = new Map<Upstream, UpstreamProxy>();
-  for (const [name, target] of deps.upstreams) proxies.set(name, createUpstreamProxy(name, target, logger, deps.upstreamTimeoutMs));
+  const streamsEnd = deps.drain?.streamsEnd;
+  for (const [name, target] of deps.upstreams) proxies.set(name, createUpstreamProxy(name, target, logger, deps.upstreamTimeoutMs, streamsEnd));
   const admit = admission(auth, limits, proxies, deps.keyClaims);
   const app = createFallbackApp(deps);
 
@@ -100,6 +125,8 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const handle = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const requestId = requestIdOf(req);
     res.setHeader(REQUEST_ID_HEADER, requestId);
+    // Stopping: the client's next request opens a connection, to another gateway.
+    if (deps.drain?.draining) res.setHeader('connection', 'close');
     req.headers[REQUEST_ID_HEADER] = requestId;
     const path = pathOf(req.url);
     const target = path === OPENAPI_PATH ? null : routeOf(path);
@@ -163,6 +190,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
         delete req.headers.authorization;
         req.headers[IDENTITY_HEADER] = a.identity;
         (req as UpgradeRequest)[UPGRADE_DONE] = { answered: false, done, headers: rateLimitHeaders(a.limits) };
+        if (streamsEnd) endWithInstance(socket, streamsEnd);
         a.proxy.handle.upgrade(req, socket as never, head);
       },
       (err: unknown) => answerError(err),

@@ -75,17 +75,24 @@ export class AuthClient {
    */
   async authenticate(token: string, workspaceId: string, vpcId: string): Promise<Authenticated> {
     const metadata = await this.signer.metadata();
+    const deadline = Date.now() + this.timeoutMs;
     return new Promise((resolve, reject) => {
       const start = this.observe ? performance.now() : 0;
-      this.client.Authenticate({ token, workspace_id: workspaceId, vpc_id: vpcId }, metadata, { deadline: Date.now() + this.timeoutMs }, (err, res) => {
-        this.observe?.(AUTHENTICATE, err ? (grpc.status[err.code] ?? 'UNKNOWN') : 'OK', (performance.now() - start) / 1000);
-        if (!err) return resolve(res!);
-        const known = fromGrpcError(err);
-        // A transport failure's text names sockets and addresses; say what it means instead.
-        if (known.kind === 'unavailable' && known.code === 'upstream_unavailable') {
-          reject(new PierError('unavailable', 'auth service unavailable', 'upstream_unavailable'));
-        } else reject(known);
-      });
+      const call = (retry: boolean) =>
+        this.client.Authenticate({ token, workspace_id: workspaceId, vpc_id: vpcId }, metadata, { deadline }, (err, res) => {
+          // The connection closed under the call (auth's pod stopping: its GOAWAY, or a
+          // reset): asked once more within the same deadline; the channel connects again (to
+          // another pod), or fails at once when auth is down. Authenticate changes nothing.
+          if (err?.code === grpc.status.UNAVAILABLE && !retry && Date.now() < deadline) return call(true);
+          this.observe?.(AUTHENTICATE, err ? (grpc.status[err.code] ?? 'UNKNOWN') : 'OK', (performance.now() - start) / 1000);
+          if (!err) return resolve(res!);
+          const known = fromGrpcError(err);
+          // A transport failure's text names sockets and addresses; say what it means instead.
+          if (known.kind === 'unavailable' && known.code === 'upstream_unavailable') {
+            reject(new PierError('unavailable', 'auth service unavailable', 'upstream_unavailable'));
+          } else reject(known);
+        });
+      call(false);
     });
   }
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AUTH_CACHE_LEASE_MS, loadConfig, logLevel, millis, port } from '@pier/kit';
+import { AUTH_CACHE_LEASE_MS, loadConfig, logLevel, millis, port, shutdownEnv } from '@pier/kit';
 import { AUTH_RECONNECT_MAX_MS, AUTH_TIMEOUT_MS } from './auth-client.ts';
 
 const url = (name: string) => z.string().url({ message: `${name} must be an http:// URL` });
@@ -55,6 +55,7 @@ export const gatewayEnv = z.object({
   // Longest silence from a service (no byte of its answer): 504 before its headers, the
   // response cut after them. Server-sent event streams and WebSockets are exempt.
   PIER_UPSTREAM_TIMEOUT_MS: millis('PIER_UPSTREAM_TIMEOUT_MS', 100, 3_600_000, 30_000),
+  ...shutdownEnv,
   PIER_TRUSTED_PROXY_HOPS: z.coerce
     .number({ message: 'PIER_TRUSTED_PROXY_HOPS must be a whole number of proxies' })
     .int('PIER_TRUSTED_PROXY_HOPS must be a whole number of proxies')

@@ -1,4 +1,4 @@
-export { start, type GatewayOptions } from './server.ts';
+export { start, type GatewayOptions, type RunningGateway } from './server.ts';
 export { readConfig, gatewayEnv, type GatewayConfig } from './config.ts';
 export { routeOf, type RouteTarget, type Upstream } from './routing.ts';
 export { ACCESS_TOKEN_PARAM, mergeOpenApi, type Paths } from './http/openapi.ts';

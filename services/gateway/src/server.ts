@@ -1,4 +1,4 @@
-import { close, createLogger, Lifecycle, listen, type Logger, type ReadinessChecks, type RunningService } from '@pier/kit';
+import { close, createLogger, Drain, Lifecycle, listen, type Logger, type ReadinessChecks, type RunningService } from '@pier/kit';
 import { createGatewayMetrics, internalHandler } from './http/metrics.ts';
 import type { GatewayConfig } from './config.ts';
 import { AuthClient } from './auth-client.ts';
@@ -84,14 +84,26 @@ export async function start(config: GatewayConfig, options: GatewayOptions = {})
       keyClaims.start();
       life.onStop('idempotency key owners', () => keyClaims!.stop());
     }
-    const gateway = createGateway({ logger, auth: answers, upstreams, limits, upstreamTimeoutMs: config.PIER_UPSTREAM_TIMEOUT_MS, metrics, keyClaims });
+    const drain = new Drain();
+    const gateway = createGateway({ logger, auth: answers, upstreams, limits, upstreamTimeoutMs: config.PIER_UPSTREAM_TIMEOUT_MS, metrics, keyClaims, drain });
     life.onStop('upstream pools', () => gateway.close());
     const { server, port } = await listen(gateway.handle, config.PIER_GATEWAY_PORT, config.PIER_BIND_HOST, { maxHeaderSize: GATEWAY_MAX_HEADER_BYTES });
     server.on('upgrade', gateway.upgrade);
     server.on('clientError', answerClientError);
-    life.onStop('HTTP server', () => close(server));
-    const internal = await listen(internalHandler(metrics, readinessChecks(auth, upstreams)), config.PIER_GATEWAY_METRICS_PORT, config.PIER_BIND_HOST);
+    const internal = await listen(
+      internalHandler(metrics, readinessChecks(auth, upstreams), drain),
+      config.PIER_GATEWAY_METRICS_PORT,
+      config.PIER_BIND_HOST,
+    ).catch(async (err: unknown) => {
+      // A failed start leaves no listener behind (the public one is registered below).
+      await close(server);
+      throw err;
+    });
     life.onStop('metrics server', () => close(internal.server));
+    // A stop's first step (kit's drain.ts): out of the endpoints (the internal port, stopped
+    // after this, answers 503 `draining`), streams and sockets told to reconnect, requests in
+    // flight finished.
+    life.onStop('HTTP server', () => drain.run(server, { delayMs: config.PIER_SHUTDOWN_DELAY_MS, graceMs: config.PIER_SHUTDOWN_GRACE_MS }, logger));
     logger.info({ port, metricsPort: internal.port, routed: [...upstreams.keys()] }, 'gateway listening');
     return { name: 'gateway', httpPort: port, metricsPort: internal.port, stop: () => life.stopAll() };
   } catch (err) {

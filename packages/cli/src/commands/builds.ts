@@ -117,6 +117,8 @@ async function followLog(ctx: Context, client: PierClient, path: ServicePath & {
         // Build output is text as the builder wrote it: passed on as it is (stderr with --json).
         (ctx.out.json ? process.stderr : process.stdout).write((e.data as { text: string }).text);
       } else if (e.event === 'status') return e.data as BuildRecord;
+      else if (e.event === 'reconnect')
+        throw new CliError('the API restarted (the build goes on): follow it again with pier services builds logs', 'stream_restarted');
     }
     throw new CliError('the log stream ended before the build did', 'stream_ended');
   } catch (err) {

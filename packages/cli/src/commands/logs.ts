@@ -51,29 +51,50 @@ function checkOptions(o: LogsOptions): void {
   }
 }
 
+/**
+ * Follows until Ctrl-C. When the API restarts (an upgrade) its stream ends with a
+ * `reconnect` event: the follow starts again from the last line printed, and lines printed
+ * already are not printed twice (the SDK's retries wait for the API to take connections).
+ */
 async function follow(ctx: Context, ref: string, o: LogsOptions): Promise<void> {
   const { client, path } = await service(ctx, ref);
   const stop = new AbortController();
   const interrupt = () => stop.abort();
   process.once('SIGINT', interrupt);
   process.once('SIGTERM', interrupt);
+  // The newest timestamp printed (RFC 3339, fixed width: compared as text) and the lines printed with it.
+  let newest = '';
+  let printedAtNewest = new Set<string>();
   try {
-    const body = await unwrap(
-      client.GET(LOGS, {
-        params: { path, query: { follow: 'true', since: o.since, replica: o.replica, limit: o.limit } },
-        headers: { accept: 'text/event-stream' },
-        parseAs: 'stream',
-        signal: stop.signal,
-      }),
-    );
-    for await (const e of serverSentEvents(body as ReadableStream<Uint8Array>)) {
-      if (e.event === 'dropped') ctx.out.note(`pier: ${(e.data as { count: number }).count} lines dropped (this reader fell behind)`);
-      else if (e.event === 'line') {
-        if (ctx.out.json) process.stdout.write(`${JSON.stringify(e.data)}\n`);
-        else printLine(ctx, e.data as Line);
+    for (let since = o.since; ; since = newest || o.since) {
+      const body = await unwrap(
+        client.GET(LOGS, {
+          params: { path, query: { follow: 'true', since, replica: o.replica, limit: o.limit } },
+          headers: { accept: 'text/event-stream' },
+          parseAs: 'stream',
+          signal: stop.signal,
+        }),
+      );
+      let restarted = false;
+      for await (const e of serverSentEvents(body as ReadableStream<Uint8Array>)) {
+        if (e.event === 'reconnect') restarted = true;
+        else if (e.event === 'dropped') ctx.out.note(`pier: ${(e.data as { count: number }).count} lines dropped (this reader fell behind)`);
+        else if (e.event === 'line') {
+          const l = e.data as Line;
+          const key = `${l.replica}\n${l.stream}\n${l.message}`;
+          if (l.timestamp < newest || (l.timestamp === newest && printedAtNewest.has(key))) continue;
+          if (l.timestamp > newest) {
+            newest = l.timestamp;
+            printedAtNewest = new Set();
+          }
+          printedAtNewest.add(key);
+          if (ctx.out.json) process.stdout.write(`${JSON.stringify(l)}\n`);
+          else printLine(ctx, l);
+        }
       }
+      if (!restarted) throw new CliError('the log stream ended: the API closed it', 'stream_ended');
+      ctx.out.note('pier: the API restarted; following again from the last line');
     }
-    throw new CliError('the log stream ended: the API closed it', 'stream_ended');
   } catch (err) {
     // Ctrl-C: the end the user asked for.
     if (stop.signal.aborted) return;

@@ -1,6 +1,7 @@
 // pier services shell: a shell (or one command) in a running replica, over the exec
 // WebSocket. On a terminal it is raw and follows the window's size; piped, stdin goes to the
-// command and its end is the command's EOF. The exit status is the command's.
+// command and its end is the command's EOF. The exit status is the command's. When the API
+// restarts (close code 1012), an interactive shell opens again; a command is not rerun.
 import type { Command } from 'commander';
 import WebSocket from 'ws';
 import { PierApiError, type paths } from '@pier/sdk';
@@ -34,24 +35,33 @@ function refusal(status: number, text: string): PierApiError {
   }
 }
 
-async function shell(ctx: Context, ref: string, command: string[], o: ShellOptions): Promise<void> {
-  const { path } = await service(ctx, ref);
-  const { credentials } = await ctx.session();
-  const stdin = process.stdin;
-  const tty = o.tty !== false && Boolean(stdin.isTTY && process.stdout.isTTY);
-  const size = () => ({ cols: process.stdout.columns || 80, rows: process.stdout.rows || 24 });
-  const query: ExecQuery = { command: command.length ? command : undefined, replica: o.replica, tty: tty ? 'true' : 'false', ...(tty ? size() : {}) };
-  const ws = new WebSocket(execUrl(credentials.api_url, path, query), { headers: { authorization: `Bearer ${credentials.token}` } });
+/** The API's close code when it restarts (kit's drain.ts): the session ended, the API is there again in a moment. */
+const RECONNECT_CLOSE_CODE = 1012;
 
-  await new Promise<void>((resolve, reject) => {
+interface SessionEnd {
+  exitCode: number | null;
+  closeCode: number;
+  problem?: string;
+}
+
+/** One exec session, from the handshake to the socket's close. */
+function session(url: string, token: string, tty: boolean, size: () => { cols: number; rows: number }): Promise<SessionEnd> {
+  const stdin = process.stdin;
+  const ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` } });
+  return new Promise<SessionEnd>((resolve, reject) => {
     let exitCode: number | null = null;
     let problem: string | undefined;
     const onResize = () => ws.send(JSON.stringify({ type: 'resize', ...size() }));
+    const onData = (d: Buffer) => ws.send(d, { binary: true });
+    // Without a terminal, the end of what was piped in is the command's EOF.
+    const onEnd = () => ws.readyState === ws.OPEN && ws.send(JSON.stringify({ type: 'eof' }));
     const restore = () => {
       if (tty) {
         stdin.setRawMode(false);
         process.stdout.off('resize', onResize);
       }
+      stdin.off('data', onData);
+      stdin.off('end', onEnd);
       stdin.pause();
     };
     ws.on('unexpected-response', (_req, res) => {
@@ -65,9 +75,8 @@ async function shell(ctx: Context, ref: string, command: string[], o: ShellOptio
         stdin.setRawMode(true);
         process.stdout.on('resize', onResize);
       }
-      stdin.on('data', (d: Buffer) => ws.send(d, { binary: true }));
-      // Without a terminal, the end of what was piped in is the command's EOF.
-      stdin.on('end', () => ws.readyState === ws.OPEN && ws.send(JSON.stringify({ type: 'eof' })));
+      stdin.on('data', onData);
+      stdin.on('end', onEnd);
       stdin.resume();
     });
     ws.on('message', (data: Buffer, isBinary) => {
@@ -76,13 +85,51 @@ async function shell(ctx: Context, ref: string, command: string[], o: ShellOptio
       if (message.type === 'exit') exitCode = message.code ?? null;
       if (message.type === 'error') problem = message.message;
     });
-    ws.on('close', () => {
+    ws.on('close', (closeCode) => {
       restore();
-      if (problem) process.stderr.write(`${tty ? '\r\n' : ''}pier: ${problem}\n`);
-      process.exitCode = exitCode ?? 1;
-      resolve();
+      resolve({ exitCode, closeCode, problem });
     });
   });
+}
+
+async function shell(ctx: Context, ref: string, command: string[], o: ShellOptions): Promise<void> {
+  const { path } = await service(ctx, ref);
+  const { credentials } = await ctx.session();
+  const tty = o.tty !== false && Boolean(process.stdin.isTTY && process.stdout.isTTY);
+  const size = () => ({ cols: process.stdout.columns || 80, rows: process.stdout.rows || 24 });
+  const interactive = tty && command.length === 0;
+  // After a restart, the API may take a few seconds to take connections again: a reconnect
+  // is tried up to ten times, a second apart (a first connection that fails fails at once).
+  let reconnecting = 0;
+  for (;;) {
+    const query: ExecQuery = { command: command.length ? command : undefined, replica: o.replica, tty: tty ? 'true' : 'false', ...(tty ? size() : {}) };
+    let end: SessionEnd;
+    try {
+      end = await session(execUrl(credentials.api_url, path, query), credentials.token, tty, size);
+    } catch (err) {
+      const passing = err instanceof PierApiError && (err.status === 0 || err.status === 503);
+      if (reconnecting === 0 || reconnecting > 10 || !passing) throw err;
+      reconnecting++;
+      await new Promise((r) => setTimeout(r, 1000));
+      continue;
+    }
+    const nl = tty ? '\r\n' : '\n';
+    if (end.exitCode === null && end.closeCode === RECONNECT_CLOSE_CODE) {
+      // The API restarted under the session (an upgrade). A shell is opened again; a
+      // command is not run twice: its status is unknown.
+      if (interactive) {
+        process.stderr.write(`${nl}pier: the API restarted; opening a new shell (the previous one ended)${nl}`);
+        reconnecting = 1;
+        continue;
+      }
+      process.stderr.write(`${nl}pier: the API restarted while the command ran; it may or may not have finished${nl}`);
+      process.exitCode = 1;
+      return;
+    }
+    if (end.problem) process.stderr.write(`${tty ? '\r\n' : ''}pier: ${end.problem}\n`);
+    process.exitCode = end.exitCode ?? 1;
+    return;
+  }
 }
 
 export function register(services: Command): void {

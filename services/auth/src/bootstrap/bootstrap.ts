@@ -3,7 +3,7 @@ import { crashPoint, type Logger } from '@pier/kit';
 import type { AuthStore } from '../domain/store-port.ts';
 import { createWorkspaceIn } from '../domain/workspaces.ts';
 import { apiKeyCreated } from '../domain/events.ts';
-import { generateApiKey } from '../domain/tokens.ts';
+import { apiKeyOf, generateApiKey } from '../domain/tokens.ts';
 import { cliFilePaths, writeCliFiles } from './files.ts';
 
 export const BOOTSTRAP_WORKSPACE = 'default';
@@ -14,6 +14,8 @@ export interface BootstrapSettings {
   configDir: string;
   /** The gateway URL written into credentials.json. */
   apiUrl: string;
+  /** The key to create (PIER_BOOTSTRAP_API_KEY); a new one when absent. */
+  apiKey?: string;
 }
 
 export interface BootstrapResult {
@@ -61,7 +63,7 @@ export async function bootstrap(store: AuthStore, settings: BootstrapSettings, l
     if (await tx.hasUsers()) return undefined;
     const user = await tx.users.findOrCreate(settings.email);
     const { workspace, vpc } = await createWorkspaceIn(tx, user.id, BOOTSTRAP_WORKSPACE);
-    const secret = generateApiKey();
+    const secret = settings.apiKey ? apiKeyOf(settings.apiKey) : generateApiKey();
     const key = await tx.apiKeys.insert({
       id: randomUUID(),
       workspace_id: workspace.id,

@@ -30,7 +30,11 @@ export interface NewApiKey {
 }
 
 export function generateApiKey(): NewApiKey {
-  const key = API_KEY_PREFIX + randomBytes(32).toString('hex');
+  return apiKeyOf(API_KEY_PREFIX + randomBytes(32).toString('hex'));
+}
+
+/** A key chosen elsewhere (the bootstrap key an installer set), stored as any other. */
+export function apiKeyOf(key: string): NewApiKey {
   return { key, keyPrefix: key.slice(0, KEY_PREFIX_LENGTH), keyHash: sha256Hex(key) };
 }
 

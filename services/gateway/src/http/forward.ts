@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { errorBody, PierError, type Logger } from '@pier/kit';
+import { errorBody, PierError, RECONNECT_EVENT, type Logger } from '@pier/kit';
 import type { Upstream } from '../routing.ts';
 
 /**
@@ -34,6 +34,10 @@ const DROPPED_REQUEST_HEADERS = new Set([
  */
 const DROPPED_RESPONSE_HEADERS = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'trailer', 'upgrade', 'x-request-id']);
 
+/** Connection failures after which a request with no body is sent once more (Forwarder.forward). */
+const RESEND_ON = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE']);
+const SAFE_METHODS = new Set(['GET', 'HEAD']);
+
 /** What the gateway adds to the forwarded request. */
 export interface Forwarded {
   requestId: string;
@@ -65,6 +69,8 @@ export class Forwarder {
     private readonly logger: Logger,
     private readonly timeoutMs: number,
     agent: http.Agent,
+    /** Aborted when the gateway stops (kit's drain.ts): event streams end with a `reconnect` event. */
+    private readonly streamsEnd?: AbortSignal,
   ) {
     this.agent = agent;
     const url = new URL(target);
@@ -74,7 +80,7 @@ export class Forwarder {
     this.basePath = url.pathname === '/' ? '' : url.pathname.replace(/\/$/, '');
   }
 
-  forward(req: http.IncomingMessage, res: http.ServerResponse, extra: Forwarded): void {
+  forward(req: http.IncomingMessage, res: http.ServerResponse, extra: Forwarded, again = false): void {
     const raw = req.rawHeaders;
     const headers: string[] = [];
     let forwardedFor = '';
@@ -108,7 +114,8 @@ export class Forwarder {
       forwardedHost || host,
     );
     const method = req.method ?? 'GET';
-    const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
+    // (`Content-Length: 0`, as fetch sends on a POST with no body, is no body.)
+    const hasBody = (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0') || req.headers['transfer-encoding'] !== undefined;
     // As http-proxy did: some servers want an explicit empty body on these.
     if (!hasBody && (method === 'DELETE' || method === 'OPTIONS')) headers.push('content-length', '0');
 
@@ -127,12 +134,18 @@ export class Forwarder {
       upstream.destroy(new Error('upstream timeout'));
     });
     const failed = (err: Error) => {
+      const code = (err as NodeJS.ErrnoException).code ?? '';
       // The client went away first: nothing to answer.
-      if (req.socket.destroyed && (err as NodeJS.ErrnoException).code === 'ECONNRESET') return;
-      this.logger.warn(
-        { upstream: this.name, err: timedOut ? 'timeout' : ((err as NodeJS.ErrnoException).code ?? err.message), requestId: extra.requestId },
-        'upstream request failed',
-      );
+      if (req.socket.destroyed && code === 'ECONNRESET') return;
+      // No connection, or one closed before any answer (a pooled socket the service closed
+      // as it stopped, a pod just gone): a request with no body that may safely run twice
+      // (a read, or a write with an Idempotency-Key) is sent once more, on a new connection.
+      if (!again && !hasBody && !timedOut && !res.headersSent && RESEND_ON.has(code) && (SAFE_METHODS.has(method) || req.headers['idempotency-key'])) {
+        upstream.destroy();
+        this.forward(req, res, extra, true);
+        return;
+      }
+      this.logger.warn({ upstream: this.name, err: timedOut ? 'timeout' : code || err.message, requestId: extra.requestId }, 'upstream request failed');
       answerUpstreamFailure(res, this.name, this.timeoutMs, timedOut);
     };
     upstream.on('error', failed);
@@ -142,7 +155,10 @@ export class Forwarder {
       if (!res.writableFinished) upstream.destroy();
     });
     upstream.on('response', (answer) => {
-      if (answer.headers['content-type']?.startsWith('text/event-stream')) answer.socket.setTimeout(0);
+      if (answer.headers['content-type']?.startsWith('text/event-stream')) {
+        answer.socket.setTimeout(0);
+        if (this.streamsEnd) endWithInstance(answer, res, this.streamsEnd);
+      }
       res.statusCode = answer.statusCode ?? 502;
       if (answer.statusMessage) res.statusMessage = answer.statusMessage;
       const got = answer.rawHeaders;
@@ -156,6 +172,18 @@ export class Forwarder {
       req.pipe(upstream);
     } else upstream.end();
   }
+}
+
+/** An event stream passing through a gateway that stops: cut from the service, ended with kit's `reconnect` event. */
+function endWithInstance(answer: http.IncomingMessage, res: http.ServerResponse, streamsEnd: AbortSignal): void {
+  const end = () => {
+    answer.unpipe(res);
+    answer.destroy();
+    if (!res.writableEnded) res.end(RECONNECT_EVENT);
+  };
+  if (streamsEnd.aborted) return end();
+  streamsEnd.addEventListener('abort', end, { once: true });
+  res.once('close', () => streamsEnd.removeEventListener('abort', end));
 }
 
 function portOf(host: string): string {

@@ -4,7 +4,7 @@
 import type http from 'node:http';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { CacheResult } from '../answer-cache.ts';
-import { checkReadiness, grpcClientMetric, LATENCY_BUCKETS, serviceRegistry, type GrpcCallObserver, type ReadinessChecks } from '@pier/kit';
+import { checkReadiness, grpcClientMetric, LATENCY_BUCKETS, serviceRegistry, type Drain, type GrpcCallObserver, type ReadinessChecks } from '@pier/kit';
 
 export interface GatewayMetrics {
   registry: Registry;
@@ -77,7 +77,7 @@ export function createGatewayMetrics(): GatewayMetrics {
 }
 
 /** The internal port's listener: /metrics, /healthz (alive), /readyz (auth and each routed service reachable). */
-export function internalHandler(metrics: GatewayMetrics, checks: ReadinessChecks): http.RequestListener {
+export function internalHandler(metrics: GatewayMetrics, checks: ReadinessChecks, drain?: Drain): http.RequestListener {
   const send = (res: http.ServerResponse, status: number, type: string, body: string) => {
     res.writeHead(status, { 'content-type': type });
     res.end(body);
@@ -86,6 +86,9 @@ export function internalHandler(metrics: GatewayMetrics, checks: ReadinessChecks
   return (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET') return json(res, 405, { error: `${req.method} is not allowed here`, code: 'method_not_allowed' });
+    // Stopping (kit's drain.ts): both fail, so whichever the readiness probe reads (the
+    // chart's: /healthz) takes the gateway out of the Service's endpoints while it finishes.
+    if (drain?.draining && (path === '/healthz' || path === '/readyz')) return json(res, 503, { status: 'draining', service: 'gateway', checks: {} });
     if (path === '/healthz') return json(res, 200, { status: 'ok', service: 'gateway' });
     if (path === '/readyz') {
       void checkReadiness(checks).then((r) => json(res, r.status === 'ready' ? 200 : 503, { status: r.status, service: 'gateway', checks: r.checks }));

@@ -37,7 +37,7 @@ export interface UpstreamProxy {
 /** How long an upstream socket waits unused in the pool before it is closed. */
 export const UPSTREAM_IDLE_MS = 4_000;
 
-export function createUpstreamProxy(name: Upstream, target: string, logger: Logger, timeoutMs: number): UpstreamProxy {
+export function createUpstreamProxy(name: Upstream, target: string, logger: Logger, timeoutMs: number, streamsEnd?: AbortSignal): UpstreamProxy {
   // Keep-alive, and let idle sockets go after 4 s: before the services' keep-alive timeout
   // (65 s), so we never reuse a socket the other side is closing, and before a Service's
   // endpoints drop a pod that went away (seconds), so no request is sent on a socket to a
@@ -121,5 +121,5 @@ export function createUpstreamProxy(name: Upstream, target: string, logger: Logg
     ejectPlugins: true,
     plugins: [errors],
   });
-  return { name, target, handle, forwarder: new Forwarder(name, target, logger, timeoutMs, agent), agent };
+  return { name, target, handle, forwarder: new Forwarder(name, target, logger, timeoutMs, agent, streamsEnd), agent };
 }
