@@ -10,89 +10,31 @@
 // Compute and secrets run with PIER_CLUSTER=kubernetes on their in-cluster ServiceAccount,
 // with the chart's RBAC. The release and every namespace it or Pier made are removed at
 // the end, failed or not.
-import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { vpcNamespace } from '@pier/kit';
 import { createPierClient, unwrap, type PierClient } from '@pier/sdk';
-import { realKubernetes, until, type RealKubernetes } from '@pier/testing';
-import { chartKeysValues } from '../../deploy/platform/chart-keys.ts';
+import { until, type RealKubernetes } from '@pier/testing';
+import { bootstrapKey, CHART, chartBench, RELEASE, type ChartBench } from './chart-support.ts';
 
-const run = promisify(execFile);
-const CHART = path.resolve(import.meta.dirname, '../../deploy/helm/pier');
-// "pier", as users will name it: were Service env vars given to pods, theirs
-// (PIER_GATEWAY_PORT=tcp://...) would share Pier's own prefix.
-const RELEASE = 'pier';
 const TINY_HTTP = 'pier/tiny-http:1';
 
+let bench: ChartBench;
 let k: RealKubernetes;
-let work: string;
 let keysFile: string;
 let ns: string;
-let tool: (name: 'helm' | 'kubectl', args: string[], input?: string) => Promise<string>;
-const madeVpcNamespaces: string[] = [];
+let tool: ChartBench['tool'];
+let madeVpcNamespaces: string[];
 let failed = false;
 
 beforeAll(async () => {
-  k = realKubernetes();
-  for (const t of ['helm', 'kubectl']) {
-    if (!existsSync(path.join(k.binDir, t)))
-      throw new Error(`no ${t} in "${k.binDir}" (beside ${k.kubeconfig}): deploy/kube/build.sh builds it, cluster.sh start records where`);
-  }
-  tool = async (name, args, input) => {
-    const child = run(path.join(k.binDir, name), args, {
-      env: { ...process.env, KUBECONFIG: k.kubeconfig, HOME: work },
-      maxBuffer: 64 << 20,
-      timeout: 600_000,
-    });
-    // Manifests for `-f -`; otherwise nothing, so no command waits on its input.
-    child.child.stdin!.end(input ?? '');
-    try {
-      return (await child).stdout;
-    } catch (err) {
-      const e = err as Error & { stderr?: string; stdout?: string };
-      throw new Error(`${name} ${args.join(' ')}: ${e.message}\n${e.stdout ?? ''}\n${e.stderr ?? ''}`, { cause: err });
-    }
-  };
-  work = await mkdtemp(path.join(os.tmpdir(), 'pier-helm-'));
-  keysFile = path.join(work, 'keys.yaml');
-  // The keys (JSON, which YAML reads), and compute's apps domain: the one the test cluster's
-  // Traefik has a certificate for.
-  const values = { ...(JSON.parse(await chartKeysValues()) as Record<string, unknown>), extraEnv: { PIER_APPS_DOMAIN: k.appsDomain } };
-  await writeFile(keysFile, JSON.stringify(values, null, 2), { mode: 0o600 });
-  ns = `pier-helm-${Date.now().toString(36)}`;
-  await tool('kubectl', ['create', 'namespace', ns]);
+  bench = await chartBench('pier-helm');
+  ({ k, keysFile, ns, tool, madeVpcNamespaces } = bench);
 });
 
 afterAll(async () => {
   // Everything goes, whatever the tests did: the release (its ClusterRoles included), then
   // the namespaces, the VPC ones Pier's compute and secrets made among them.
-  if (ns && failed) {
-    // What Pier's pods said, for the failure's reader (they go with the namespace below).
-    const file = path.resolve(import.meta.dirname, '../../.pier/logs', `${ns}.log`);
-    const logs = await tool('kubectl', [
-      'logs',
-      '-n',
-      ns,
-      '-l',
-      'app.kubernetes.io/name=pier',
-      '--all-containers',
-      '--prefix',
-      '--tail=300',
-      '--max-log-requests=20',
-    ]).catch((err: Error) => err.message);
-    await writeFile(file, logs).catch(() => undefined);
-    console.log(`logs of the release's pods: ${file}`);
-  }
-  if (ns) {
-    await tool('helm', ['uninstall', RELEASE, '-n', ns, '--wait', '--timeout', '120s']).catch(() => undefined);
-    for (const name of [...madeVpcNamespaces, ns]) await k.deleteNamespace(name).catch(() => undefined);
-  }
-  if (work) await rm(work, { recursive: true, force: true });
+  await bench?.cleanUp(failed);
 }, 180_000);
 
 /** What a script of node prints in the gateway's pod. */
@@ -177,15 +119,11 @@ describe('the Helm chart on a real cluster', () => {
     });
     phase(`gateway reachable (misses before: ${JSON.stringify([...misses])})`);
 
-    // Bootstrap: auth wrote the owner's key where the chart's NOTES say to read it.
-    const read = (file: string) => tool('kubectl', ['-n', ns, 'exec', `deploy/${RELEASE}-auth`, '-c', 'auth', '--', 'cat', `/var/lib/pier/bootstrap/${file}`]);
-    const credentials = JSON.parse(await read('credentials.json')) as { api_url: string; token: string };
-    const config = JSON.parse(await read('config.json')) as { workspace_id: string; vpc_id: string };
-    // The gateway's address as the pods know it: its Service's name.
-    expect(credentials.api_url).toBe(`http://${RELEASE}-gateway:7100`);
-    madeVpcNamespaces.push(vpcNamespace(config.vpc_id));
-    const pier: PierClient = createPierClient({ baseUrl: apiUrl, token: credentials.token });
-    const vpc = { workspaceID: config.workspace_id, vpcID: config.vpc_id };
+    // Bootstrap: the owner's key is the one the chart chose, in its Secret (as the NOTES say);
+    // every auth replica creates that same key, whichever comes first.
+    const token = await bootstrapKey(k, ns);
+    expect(token).toMatch(/^sk-[0-9a-f]{64}$/);
+    const pier: PierClient = createPierClient({ baseUrl: apiUrl, token });
     // The first API answers need every service up behind the gateway (503 until then); the
     // owner's token allows a burst of 100, polled every 2 s.
     const workspaces = await until(
@@ -194,6 +132,11 @@ describe('the Helm chart on a real cluster', () => {
       180_000,
       2000,
     );
+    const workspaceId = workspaces!.items.find((w) => w.name === 'default')!.id;
+    const vpcs = await unwrap(pier.GET('/api/v1/workspaces/{workspaceID}/vpcs', { params: { path: { workspaceID: workspaceId } } }));
+    const config = { workspace_id: workspaceId, vpc_id: vpcs.items.find((v) => v.name === 'default')!.id };
+    madeVpcNamespaces.push(vpcNamespace(config.vpc_id));
+    const vpc = { workspaceID: config.workspace_id, vpcID: config.vpc_id };
     expect(workspaces!.items.map((w) => w.id)).toContain(config.workspace_id);
     const answered = Date.now();
     phase(`API answered (misses: ${JSON.stringify([...misses])})`);
@@ -213,7 +156,9 @@ describe('the Helm chart on a real cluster', () => {
         (r) => r !== undefined,
         60_000,
         500,
-      );
+      ).catch((err: Error) => {
+        throw new Error(`GET ${list} did not answer: ${JSON.stringify([...misses])}`, { cause: err });
+      });
     }
 
     // The user's secret: a real Secret in the VPC's namespace, written by the secrets service in the cluster.
@@ -324,7 +269,8 @@ describe('the Helm chart on a real cluster', () => {
     // Pier's upstream calls during a rollout are not what this test is about: wait them out.
     await until(
       () => k.list(`/api/v1/namespaces/${ns}/pods`, 'app.kubernetes.io/name=pier'),
-      (pods) => pods.every((p) => !p.metadata.deletionTimestamp) && pods.filter((p) => p.status.phase === 'Running').length === 7,
+      // Two of each of the five services, PostgreSQL and NATS.
+      (pods) => pods.every((p) => !p.metadata.deletionTimestamp) && pods.filter((p) => p.status.phase === 'Running').length === 12,
       120_000,
       1000,
     );

@@ -40,6 +40,10 @@ http://{{ include "pier.host" (dict "root" .root "part" .part) }}:{{ .port }}
 - {name: PIER_SECRETS_URL, value: {{ include "pier.url" (dict "root" .root "part" "secrets" "port" 7104) | quote }}}
 - {name: PIER_BOOTSTRAP, value: {{ .root.Values.bootstrap.enabled | toString | quote }}}
 - {name: PIER_BOOTSTRAP_EMAIL, value: {{ .root.Values.bootstrap.email | quote }}}
+{{- if .root.Values.bootstrap.enabled }}
+- name: PIER_BOOTSTRAP_API_KEY
+  valueFrom: {secretKeyRef: {name: {{ include "pier.secretName" .root }}, key: bootstrap-api-key}}
+{{- end }}
 - {name: PIER_CONFIG_DIR, value: /var/lib/pier/bootstrap}
 {{- end -}}
 

@@ -30,12 +30,28 @@ pier-auth for release "pier". A name, not a ClusterIP: a Service made again keep
 {{ include "pier.fullname" . }}-keys
 {{- end -}}
 
-{{/* A password: the value given, else the one in the release's Secret (upgrades), else a new one. */}}
+{{/*
+A password: the value given, else the one in the release's Secret (upgrades), else a new one
+(`"apiKey" true`: an API key, sk- and 64 hex digits). Chosen once per render and kept in
+.Values.__pierGenerated: the Secret and the pods' checksum of it render the same value, so
+the first upgrade after an install does not roll every pod for a checksum that only moved.
+*/}}
 {{- define "pier.password" -}}
 {{- $given := index .values .key -}}
 {{- if $given -}}{{ $given }}{{- else -}}
+{{- if not (hasKey .root.Values "__pierGenerated") -}}{{- $_ := set .root.Values "__pierGenerated" dict -}}{{- end -}}
+{{- $cache := .root.Values.__pierGenerated -}}
+{{- if not (hasKey $cache .secretKey) -}}
 {{- $existing := lookup "v1" "Secret" .root.Release.Namespace (include "pier.secretName" .root) -}}
-{{- if and $existing (index $existing.data .secretKey) -}}{{ index $existing.data .secretKey | b64dec }}{{- else -}}{{ randAlphaNum 32 }}{{- end -}}
+{{- if and $existing (index $existing.data .secretKey) -}}
+{{- $_ := set $cache .secretKey (index $existing.data .secretKey | b64dec) -}}
+{{- else if .apiKey -}}
+{{- $_ := set $cache .secretKey (printf "sk-%s" (randAlphaNum 64 | sha256sum)) -}}
+{{- else -}}
+{{- $_ := set $cache .secretKey (randAlphaNum 32) -}}
+{{- end -}}
+{{- end -}}
+{{- index $cache .secretKey -}}
 {{- end -}}
 {{- end -}}
 

@@ -1,0 +1,327 @@
+// Pier upgraded under load on the REAL single-node Kubernetes (issue 29): the chart with
+// two of each service, a steady mixed load through the gateway (reads and writes of
+// services, secrets and API keys, about 50 requests a second, writes with an
+// Idempotency-Key as the SDK sends them, the SDK's retries on), while `helm upgrade` rolls
+// each service in turn and then all at once. No request may fail, every acknowledged write
+// must be there exactly once, and a log follow and a shell session, told to reconnect
+// (kit's drain.ts: a `reconnect` event, close code 1012), reconnect and go on. Then, under
+// the same load, one pod of each service is killed with no grace period: no write may be
+// lost or doubled; the requests that failed are counted and printed.
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import WebSocket from 'ws';
+import { vpcNamespace } from '@pier/kit';
+import { createPierClient, unwrap, type PierClient } from '@pier/sdk';
+import { until } from '@pier/testing';
+import { bootstrapKey, CHART, chartBench, RELEASE, type ChartBench } from './chart-support.ts';
+
+const TINY_HTTP = 'pier/tiny-http:1';
+/** A request started every this many ms: 50 a second. */
+const PACE_MS = 20;
+const PARTS = ['gateway', 'auth', 'compute', 'databases', 'secrets'] as const;
+
+let bench: ChartBench;
+let failed = false;
+
+beforeAll(async () => {
+  bench = await chartBench('pier-roll');
+});
+
+afterAll(async () => {
+  await bench?.cleanUp(failed);
+}, 180_000);
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A log follow that reconnects when told to, as the CLI's does: each line `tick N` once, in order. */
+function followTicks(baseUrl: string, token: string, path: string, stop: AbortSignal) {
+  const ticks: number[] = [];
+  let reconnects = 0;
+  let newest = '';
+  const done = (async () => {
+    while (!stop.aborted) {
+      const url = `${baseUrl}${path}/logs?follow=true${newest ? `&since=${encodeURIComponent(newest)}` : ''}`;
+      const res = await fetch(url, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' }, signal: stop }).catch(() => undefined);
+      if (!res?.ok || !res.body) {
+        await sleep(500);
+        continue;
+      }
+      let text = '';
+      let restarted = false;
+      try {
+        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+          text += Buffer.from(chunk).toString();
+          for (let end = text.indexOf('\n\n'); end !== -1; end = text.indexOf('\n\n')) {
+            const block = text.slice(0, end);
+            text = text.slice(end + 2);
+            if (block.startsWith('event: reconnect')) restarted = true;
+            if (!block.startsWith('event: line')) continue;
+            const line = JSON.parse(block.slice(block.indexOf('data: ') + 6)) as { timestamp: string; message: string };
+            const m = /^tick (\d+)$/.exec(line.message.trim());
+            // A line at or before the newest already seen came again with the resumed recent lines.
+            if (!m || line.timestamp <= newest) continue;
+            newest = line.timestamp;
+            ticks.push(Number(m[1]));
+          }
+        }
+      } catch {
+        // Aborted, or the connection cut: reconnect as for a `reconnect` event.
+      }
+      if (restarted) reconnects++;
+    }
+  })();
+  return { ticks, reconnects: () => reconnects, done };
+}
+
+/** A shell that runs `echo` every second and opens again when closed: how many answered, and how often it reopened. */
+function keepShell(wsUrl: string, stop: AbortSignal) {
+  let answered = 0;
+  let reopened = 0;
+  const restarts: number[] = [];
+  const done = (async () => {
+    for (let n = 0; !stop.aborted;) {
+      const socket = new WebSocket(wsUrl);
+      const opened = await new Promise<boolean>((resolve) => socket.once('open', () => resolve(true)).once('error', () => resolve(false)));
+      if (!opened) {
+        await sleep(500);
+        continue;
+      }
+      const closed = new Promise<number>((resolve) => socket.once('close', (code) => resolve(code)));
+      let output = '';
+      socket.on('message', (data: Buffer, binary) => binary && (output += data.toString()));
+      let open = true;
+      void closed.then(() => (open = false));
+      while (open && !stop.aborted) {
+        n++;
+        socket.send(Buffer.from(`echo alive-${n}\n`), { binary: true });
+        const t = Date.now();
+        while (open && !output.includes(`alive-${n}\n`) && Date.now() - t < 10_000) await sleep(50);
+        if (output.includes(`alive-${n}\n`)) answered++;
+        await sleep(1000);
+      }
+      socket.close();
+      const code = await closed;
+      if (!stop.aborted) {
+        reopened++;
+        restarts.push(code);
+      }
+    }
+  })();
+  return { answered: () => answered, reopened: () => reopened, restarts, done };
+}
+
+describe('a rolling upgrade under load', () => {
+  it('rolls each service in turn and then all at once: no failed request, every write once, follows and shells go on', async () => {
+    bench.k.requireNode();
+    onTestFailed(() => {
+      failed = true;
+    });
+    const { k, ns, keysFile, tool } = bench;
+    // The load is one owner's token: no rate limit may refuse it.
+    const limits = ['--set', 'gateway.rateLimit.tokenPerHour=100000000', '--set', 'gateway.rateLimit.tokenBurst=100000'];
+    await tool('helm', ['install', RELEASE, CHART, '-n', ns, '-f', keysFile, ...limits, '--wait', '--wait-for-jobs', '--timeout', '300s']);
+    const gatewayIp = (await k.get(`/api/v1/namespaces/${ns}/services/${RELEASE}-gateway`)).spec.clusterIP as string;
+    const apiUrl = `http://${gatewayIp}:7100`;
+    const token = await bootstrapKey(k, ns);
+    const pier: PierClient = createPierClient({ baseUrl: apiUrl, token });
+    const workspaces = await until(
+      () => unwrap(pier.GET('/api/v1/workspaces', {})).catch(() => undefined),
+      (w) => w !== undefined,
+      180_000,
+      2000,
+    );
+    const workspaceID = workspaces!.items.find((w) => w.name === 'default')!.id;
+    const vpcs = await unwrap(pier.GET('/api/v1/workspaces/{workspaceID}/vpcs', { params: { path: { workspaceID } } }));
+    const vpc = { workspaceID, vpcID: vpcs.items.find((v) => v.name === 'default')!.id };
+    bench.madeVpcNamespaces.push(vpcNamespace(vpc.vpcID));
+    for (const list of ['secrets', 'services', 'databases'] as const)
+      await until(
+        () => unwrap(pier.GET(`/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/${list}`, { params: { path: vpc } })).catch(() => undefined),
+        (r) => r !== undefined,
+        60_000,
+        500,
+      );
+
+    // A service printing `tick N` every second, to follow and to shell into.
+    const service = await unwrap(
+      pier.POST('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services', {
+        params: { path: vpc },
+        body: {
+          name: 'ticker',
+          image: TINY_HTTP,
+          port: 8080,
+          health_check_path: '/healthz',
+          command: ['/bin/sh', '-c', 'i=0; while true; do echo "tick $i"; i=$((i+1)); sleep 1; done & exec /bin/busybox httpd -f -p 8080 -h /www'],
+        },
+      }),
+    );
+    const servicePath = { ...vpc, serviceID: service.id };
+    await until(
+      () => unwrap(pier.GET('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}', { params: { path: servicePath } })),
+      (s) => s.status === 'running',
+      180_000,
+      1000,
+    );
+    const restPath = `/api/v1/workspaces/${vpc.workspaceID}/vpcs/${vpc.vpcID}/services/${service.id}`;
+    const stop = new AbortController();
+    const follow = followTicks(apiUrl, token, restPath, stop.signal);
+    const shell = keepShell(`ws://${gatewayIp}:7100${restPath}/exec?command=sh&tty=false&access_token=${token}`, stop.signal);
+
+    // The load.
+    let requests = 0;
+    let inFlight = 0;
+    const failures = new Map<string, number>();
+    const secretsMade = new Set<string>();
+    const keysMade = new Set<string>();
+    let patching = false;
+    let lastImage = TINY_HTTP;
+    // What is going on, for the failures' record.
+    let phase = 'start';
+    const one = async (i: number) => {
+      const slot = i % 20;
+      if (slot < 8) return unwrap(pier.GET('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services', { params: { path: vpc } }));
+      if (slot < 10) return unwrap(pier.GET('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}', { params: { path: servicePath } }));
+      if (slot < 13) return unwrap(pier.GET('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/secrets', { params: { path: vpc } }));
+      if (slot < 15) return unwrap(pier.GET('/api/v1/workspaces/{workspaceID}/api-keys', { params: { path: { workspaceID } } }));
+      if (slot === 15 || slot === 16) {
+        const name = `load-${i}`;
+        await unwrap(pier.POST('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/secrets', { params: { path: vpc }, body: { name, values: { N: String(i) } } }));
+        return secretsMade.add(name);
+      }
+      if (slot === 17) {
+        const name = `load-${i}`;
+        await unwrap(pier.POST('/api/v1/workspaces/{workspaceID}/api-keys', { params: { path: { workspaceID } }, body: { name } }));
+        return keysMade.add(name);
+      }
+      if (slot === 18 && !patching) {
+        // One change at a time, so the last one acknowledged is what the service ends with.
+        // `image` alone changes the record only (the repository a bare deploy tag goes on).
+        patching = true;
+        try {
+          const image = `registry.example.com/load/ticker-${i}`;
+          await unwrap(pier.PATCH('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}', { params: { path: servicePath }, body: { image } }));
+          lastImage = image;
+        } finally {
+          patching = false;
+        }
+        return;
+      }
+      return unwrap(pier.GET('/api/v1/workspaces/{workspaceID}', { params: { path: { workspaceID } } }));
+    };
+    let i = 0;
+    const load = setInterval(() => {
+      if (inFlight > 300) return;
+      inFlight++;
+      requests++;
+      one(i++)
+        .catch((err: Error) => {
+          const what = `${phase}: ${err.message}`;
+          failures.set(what, (failures.get(what) ?? 0) + 1);
+        })
+        .finally(() => inFlight--);
+    }, PACE_MS);
+
+    const phases: string[] = [];
+    const started = Date.now();
+    const upgrade = async (what: string, set: string[]) => {
+      phase = `roll ${what}`;
+      const t = Date.now();
+      await tool('helm', ['upgrade', RELEASE, CHART, '-n', ns, '-f', keysFile, '--reuse-values', ...set, '--wait', '--wait-for-jobs', '--timeout', '300s']);
+      // --wait returns once the new pods are ready: the old ones are still draining.
+      await until(
+        () => k.list(`/api/v1/namespaces/${ns}/pods`, 'app.kubernetes.io/name=pier'),
+        (pods) => pods.every((p) => !p.metadata.deletionTimestamp),
+        120_000,
+        1000,
+      );
+      phases.push(`${what} ${((Date.now() - t) / 1000).toFixed(0)} s`);
+    };
+    let ticksBefore = 0;
+    // The figures after the rolls, before the pods were killed.
+    const rolled = { requests: 0, failed: 0, shellRestarts: 0 };
+    const progress: string[] = [];
+    try {
+      await sleep(5000);
+      for (const part of PARTS) {
+        await upgrade(part, ['--set', `${part}.podAnnotations.pier-test/roll=${part}`]);
+        progress.push(`${part}: ${follow.ticks.length - ticksBefore} ticks, ${shell.answered()} echoes`);
+        ticksBefore = follow.ticks.length;
+      }
+      await upgrade('all at once', ['--set', 'podAnnotations.pier-test/roll=all']);
+      await sleep(5000);
+      Object.assign(rolled, { requests, failed: [...failures.values()].reduce((a, b) => a + b, 0), shellRestarts: shell.restarts.length });
+      // Then one pod of each service killed with no grace period, one after another.
+      for (const part of PARTS) {
+        const pods = await k.list(`/api/v1/namespaces/${ns}/pods`, `app.kubernetes.io/component=${part}`);
+        phase = `kill ${part}`;
+        await tool('kubectl', ['-n', ns, 'delete', 'pod', pods[0]!.metadata.name, '--grace-period=0', '--force', '--wait=false']);
+        await sleep(10_000);
+      }
+      await until(
+        () => k.list(`/api/v1/namespaces/${ns}/pods`, 'app.kubernetes.io/name=pier'),
+        (pods) => pods.filter((p) => p.status.containerStatuses?.every((c: { ready: boolean }) => c.ready)).length === 12,
+        120_000,
+        1000,
+      );
+    } finally {
+      clearInterval(load);
+    }
+    await until(
+      async () => inFlight,
+      (n) => n === 0,
+      120_000,
+      200,
+    );
+    stop.abort();
+    await Promise.all([follow.done, shell.done]);
+
+    // Every acknowledged write is there exactly once.
+    const allSecrets: { name: string }[] = [];
+    for (let cursor: string | undefined, first = true; first || cursor; first = false) {
+      const page = await unwrap(pier.GET('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/secrets', { params: { path: vpc, query: { limit: 200, cursor } } }));
+      allSecrets.push(...page.items);
+      cursor = page.next_cursor ?? undefined;
+    }
+    const keys: { name: string }[] = [];
+    for (let cursor: string | undefined, first = true; first || cursor; first = false) {
+      const page = await unwrap(pier.GET('/api/v1/workspaces/{workspaceID}/api-keys', { params: { path: { workspaceID }, query: { limit: 200, cursor } } }));
+      keys.push(...page.items);
+      cursor = page.next_cursor ?? undefined;
+    }
+    const count = (names: string[]) => names.reduce((m, n) => m.set(n, (m.get(n) ?? 0) + 1), new Map<string, number>());
+    const secretCounts = count(allSecrets.map((s) => s.name));
+    const keyCounts = count(keys.map((x) => x.name));
+    const lost =
+      [...secretsMade].filter((n) => secretCounts.get(n) !== 1).length +
+      [...keysMade].filter((n) => keyCounts.get(n) !== 1).length +
+      ((await unwrap(pier.GET('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}', { params: { path: servicePath } }))).image === lastImage
+        ? 0
+        : 1);
+    const failedCount = [...failures.values()].reduce((a, b) => a + b, 0);
+    // Any failure, even one this test tolerates (a killed pod's), keeps the pods' logs.
+    if (failedCount > 0) failed = true;
+    const seconds = (Date.now() - started) / 1000;
+    console.log(
+      `rolling upgrade: ${requests} requests, ${failedCount} failed, ${lost} writes lost (${(requests / seconds).toFixed(0)} requests/s over ${seconds.toFixed(0)} s; ` +
+        `${secretsMade.size} secrets, ${keysMade.size} keys, image ${lastImage}; rolls: ${phases.join(', ')})`,
+    );
+    console.log(
+      `rolling upgrade: log follow ${follow.ticks.length} ticks, ${follow.reconnects()} reconnects; shell ${shell.answered()} echoes, reopened ${shell.reopened()} times (close codes ${shell.restarts.join(',')}); ${progress.join('; ')}`,
+    );
+    console.log(
+      `rolling upgrade: the rolls ${rolled.requests} requests, ${rolled.failed} failed; then one pod of each service killed: ${requests - rolled.requests} requests, ${failedCount - rolled.failed} failed (${JSON.stringify(Object.fromEntries(failures))})`,
+    );
+    // No request failed while the services rolled; none lost nor doubled a write, killed pods included.
+    expect(rolled.failed).toBe(0);
+    expect(lost).toBe(0);
+    // The follow went on through every roll: each tick once, none missing between the first and the last.
+    const ticks = follow.ticks;
+    expect(ticks.length).toBeGreaterThan(30);
+    expect(ticks).toEqual(Array.from({ length: ticks.length }, (_, n) => ticks[0]! + n));
+    expect(follow.reconnects()).toBeGreaterThan(0);
+    // The shell was told to reconnect (1012) and answered again after each time.
+    // (A pod killed with no grace period cannot say so: its sockets just break, 1006.)
+    expect(rolled.shellRestarts).toBeGreaterThan(0);
+    expect(shell.restarts.slice(0, rolled.shellRestarts).every((c) => c === 1012)).toBe(true);
+    expect(shell.answered()).toBeGreaterThan(30);
+  }, 1_500_000);
+});
