@@ -154,8 +154,9 @@ export class DockerEdge implements EdgePort {
 
   /** The host's address on Docker's default bridge, which the edge container is on: where it reaches the activator. */
   async bridgeGateway(): Promise<string> {
-    const info = (await this.docker.getNetwork('bridge').inspect()) as { IPAM?: { Config?: { Gateway?: string }[] } };
-    const gateway = info.IPAM?.Config?.find((c) => c.Gateway && !c.Gateway.includes(':'))?.Gateway;
+    const info = (await this.docker.getNetwork('bridge').inspect()) as { IPAM?: { Config?: { Gateway?: string; Subnet?: string }[] } };
+    const v4 = info.IPAM?.Config?.filter((c) => c.Subnet && !c.Subnet.includes(':')) ?? [];
+    const gateway = v4.find((c) => c.Gateway)?.Gateway ?? firstHost(v4[0]?.Subnet);
     if (!gateway) throw new Error("Docker's default bridge network has no IPv4 gateway: the edge cannot reach the activator");
     return gateway;
   }
@@ -372,4 +373,17 @@ export class DockerEdge implements EdgePort {
     const { ExitCode } = await this.engine.call('edge exec', () => exec.inspect());
     return { exitCode: ExitCode ?? -1, output: Buffer.concat(chunks).toString('utf8') };
   }
+}
+
+/**
+ * The first host address of an IPv4 subnet (172.17.0.0/16 -> 172.17.0.1): the address Docker
+ * gives a bridge's gateway when none is configured. Debian's docker.io 20.10 here at
+ * times lists the default bridge's subnet without its gateway (seen in a CI run).
+ */
+function firstHost(subnet: string | undefined): string | undefined {
+  const m = subnet && /^(\d+)\.(\d+)\.(\d+)\.(\d+)\/(\d+)$/.exec(subnet);
+  if (!m) return undefined;
+  const base = ((Number(m[1]) << 24) | (Number(m[2]) << 16) | (Number(m[3]) << 8) | Number(m[4])) >>> 0;
+  const host = (base + 1) >>> 0;
+  return [host >>> 24, (host >>> 16) & 255, (host >>> 8) & 255, host & 255].join('.');
 }
