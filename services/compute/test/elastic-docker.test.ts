@@ -10,6 +10,7 @@ import { Resolver } from 'node:dns/promises';
 import { IDENTITY_HEADER } from '@pier/kit';
 import { adminQuery, openShell, shellUrl, testEdge } from '@pier/testing';
 import { docker, startElasticCompute, stopWithEdge, TINY_HTTP, until, type Compute } from './support.ts';
+import { defaultBridgeGateway } from '../src/cluster/docker-edge.ts';
 
 const edge = testEdge('apps.elastic.test');
 let c: Compute;
@@ -246,8 +247,7 @@ describe('between tenants', () => {
 
   it("cannot reach the activator on the host from a tenant's replica", async () => {
     // Where the edge finds them: the route DNS on the bridge's gateway, which sends front's host to the activator.
-    const bridge = await docker.getNetwork('bridge').inspect();
-    const gateway = ((bridge.IPAM?.Config ?? []) as { Gateway?: string }[]).find((c) => c.Gateway && !c.Gateway.includes(':'))!.Gateway!;
+    const gateway = await defaultBridgeGateway(docker);
     const dnsPort = edge.env.PIER_EDGE_ROUTE_DNS_PORT!;
     const resolver = new Resolver({ timeout: 2000, tries: 1 });
     resolver.setServers([`${gateway}:${dnsPort}`]);

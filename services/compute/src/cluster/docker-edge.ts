@@ -153,12 +153,8 @@ export class DockerEdge implements EdgePort {
   }
 
   /** The host's address on Docker's default bridge, which the edge container is on: where it reaches the activator. */
-  async bridgeGateway(): Promise<string> {
-    const info = (await this.docker.getNetwork('bridge').inspect()) as { IPAM?: { Config?: { Gateway?: string; Subnet?: string }[] } };
-    const v4 = info.IPAM?.Config?.filter((c) => c.Subnet && !c.Subnet.includes(':')) ?? [];
-    const gateway = v4.find((c) => c.Gateway)?.Gateway ?? firstHost(v4[0]?.Subnet);
-    if (!gateway) throw new Error("Docker's default bridge network has no IPv4 gateway: the edge cannot reach the activator");
-    return gateway;
+  bridgeGateway(): Promise<string> {
+    return defaultBridgeGateway(this.docker);
   }
 
   async addresses(): Promise<string[]> {
@@ -373,6 +369,15 @@ export class DockerEdge implements EdgePort {
     const { ExitCode } = await this.engine.call('edge exec', () => exec.inspect());
     return { exitCode: ExitCode ?? -1, output: Buffer.concat(chunks).toString('utf8') };
   }
+}
+
+/** The host's IPv4 address on Docker's default bridge (its gateway). */
+export async function defaultBridgeGateway(docker: Docker): Promise<string> {
+  const info = (await docker.getNetwork('bridge').inspect()) as { IPAM?: { Config?: { Gateway?: string; Subnet?: string }[] } };
+  const v4 = info.IPAM?.Config?.filter((c) => c.Subnet && !c.Subnet.includes(':')) ?? [];
+  const gateway = v4.find((c) => c.Gateway)?.Gateway ?? firstHost(v4[0]?.Subnet);
+  if (!gateway) throw new Error("Docker's default bridge network has no IPv4 gateway: the edge cannot reach the activator");
+  return gateway;
 }
 
 /**
