@@ -110,11 +110,29 @@ export class ResourceLocks extends KeyedMutex {
     return super.run(key, () => this.held(`lock:${key}`, fn));
   }
 
+  /**
+   * `run`, unless `key` is taken now (by this process or another instance): then nothing
+   * runs and the answer is `{ ran: false }`. For work that one instance must do and any may
+   * start (a disk backup's copy, its recovery): whoever holds it is doing it.
+   */
+  async tryRun<T>(key: string, fn: () => Promise<T>): Promise<{ ran: true; value: T } | { ran: false }> {
+    if (this.busy(key)) return { ran: false };
+    return super.run(key, async () => {
+      if (!(await this.leases.acquire(`lock:${key}`))) return { ran: false };
+      return { ran: true, value: await this.whileHeld(`lock:${key}`, fn) };
+    });
+  }
+
   private async held<T>(name: string, fn: () => Promise<T>): Promise<T> {
     // Another instance's change of the same resource: wait for it (or for its lease to expire).
     for (let wait = 20; !(await this.leases.acquire(name)); wait = Math.min(wait * 2, 250)) {
       await new Promise((r) => setTimeout(r, wait));
     }
+    return this.whileHeld(name, fn);
+  }
+
+  /** Runs `fn` with `name` taken: renewed meanwhile, given back after. */
+  private async whileHeld<T>(name: string, fn: () => Promise<T>): Promise<T> {
     const renew = setInterval(() => {
       this.leases.acquire(name).then(
         (ours) => ours || this.log?.error({ lease: name }, 'a resource lock was lost while its change ran (the process stalled past its lifetime)'),

@@ -1,7 +1,7 @@
 // Leases in PostgreSQL (src/leases.ts), as two instances of one service share them: one
-// change per resource across instances, one leader per loop, handed over when its holder
-// stops (at once) or dies (once its lease expires); and the outbox relayed once by two
-// relays. Real PostgreSQL and NATS; the "instances" are objects of this process with holder
+// change per resource across instances (tryRun: none while another holds it), one leader
+// per loop, handed over when its holder stops (at once) or dies (once its lease expires);
+// and the outbox relayed once by two relays. Real PostgreSQL and NATS; the "instances" are objects of this process with holder
 // ids of their own, as two pods would be.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
@@ -108,6 +108,22 @@ describe('resource locks across instances', () => {
     const t0 = Date.now();
     await two.run('stale', async () => undefined);
     expect(Date.now() - t0).toBeGreaterThanOrEqual(200);
+  });
+
+  it('tryRun runs only what no instance holds now, and holds it meanwhile', async () => {
+    const one = new ResourceLocks(new Leases(db, 'one@elsewhere:1:06', 2000), log);
+    const two = new ResourceLocks(new Leases(db, 'two@elsewhere:2:07', 2000), log);
+    let release!: () => void;
+    const held = one.tryRun('job', () => new Promise<string>((r) => (release = () => r('done'))));
+    await sleep(100);
+    // Held by the other instance, and by this process's own run: neither runs it again.
+    expect(await two.tryRun('job', async () => 'twice')).toEqual({ ran: false });
+    expect(await one.tryRun('job', async () => 'twice')).toEqual({ ran: false });
+    release();
+    expect(await held).toEqual({ ran: true, value: 'done' });
+    // Given back: the other takes it.
+    expect(await two.tryRun('job', async () => 'next')).toEqual({ ran: true, value: 'next' });
+    expect(Number((await db('leases').where('name', 'like', 'lock:%').count({ n: '*' }))[0]!.n)).toBe(0);
   });
 });
 

@@ -31,6 +31,6 @@ export function createBuilds(config: ComputeConfig, db: Knex, logger: Logger): B
       logLimitBytes: config.PIER_BUILD_LOG_LIMIT_BYTES,
     },
     // Replaced by the worker once it exists (server.ts).
-    runner: { wake: () => undefined, cancel: async () => false },
+    runner: { leading: false, wake: () => undefined, cancel: async () => false },
   };
 }

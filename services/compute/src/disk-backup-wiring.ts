@@ -6,7 +6,7 @@ import { s3StoreFromEnv, type Knex, type Logger } from '@pier/kit';
 import { kubeConfigFrom } from '@pier/kit/kubernetes';
 import type { ComputeConfig } from './config.ts';
 import { S3 } from './disk-backup-config.ts';
-import { DiskJobs, type DiskBackupDeps } from './domain/disk-backups/disk-backup-deps.ts';
+import { DiskJobs, type DiskBackupDeps, type JobClaims } from './domain/disk-backups/disk-backup-deps.ts';
 import type { DiskBackupPort } from './domain/disk-backups/disk-backup-port.ts';
 import { DockerDiskBackups, type DiskBackupRepository } from './cluster/docker-disk-backups.ts';
 import { KubernetesDiskBackups } from './cluster/kubernetes-disk-backups.ts';
@@ -32,6 +32,7 @@ function diskBackupPort(config: ComputeConfig): DiskBackupPort {
   return new DockerDiskBackups({ host: config.PIER_DOCKER_HOST, image: config.PIER_COMPUTE_BACKUP_IMAGE, repository: diskBackupRepository(config) });
 }
 
-export function createDiskBackups(config: ComputeConfig, db: Knex, logger: Logger): DiskBackupDeps {
-  return { store: new KnexDiskBackupStore(db), port: diskBackupPort(config), jobs: new DiskJobs(logger) };
+/** `claims`: the locks shared by every instance of compute (ctx.locks), so each backup or restore runs in one of them. */
+export function createDiskBackups(config: ComputeConfig, db: Knex, logger: Logger, claims?: JobClaims): DiskBackupDeps {
+  return { store: new KnexDiskBackupStore(db), port: diskBackupPort(config), jobs: new DiskJobs(logger, claims) };
 }

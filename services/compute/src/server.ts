@@ -1,4 +1,14 @@
-import { ResourceLocks, clusterCallMetric, grpcClientMetric, leaderOnly, startService, timedPort, watchCounts, type RunningService } from '@pier/kit';
+import {
+  ResourceLocks,
+  clusterCallMetric,
+  grpcClientMetric,
+  leaderOnly,
+  natsTarget,
+  startService,
+  timedPort,
+  watchCounts,
+  type RunningService,
+} from '@pier/kit';
 import { SERVICE_STATUSES } from './domain/services/status.ts';
 import { servicesByStatus, unfinishedBuilds } from './store/status-counts.ts';
 import type { ComputeConfig } from './config.ts';
@@ -25,6 +35,8 @@ import { createUptime, publicUrlTarget } from './uptime-wiring.ts';
 import { UptimeChecker } from './domain/uptime/uptime-checker.ts';
 import { createDiskBackups } from './disk-backup-wiring.ts';
 import { DiskBackupWorker } from './domain/disk-backups/disk-backup-worker.ts';
+import { NatsLogFanout } from './clients/nats-log-fanout.ts';
+import { createPokes } from './pokes-wiring.ts';
 
 export interface StartOptions {
   /** Where log lines go; standard output when absent. */
@@ -72,6 +84,12 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
       const dockerEdge = edge.port instanceof DockerEdge ? edge.port : null;
       if (dockerEdge) onStop('edge route DNS', () => dockerEdge.close());
       if (dockerEdge && cluster instanceof DockerCluster) cluster.drainer = (ids) => dockerEdge.drain(ids);
+      // One change per service across every instance of compute (kit's leases.ts).
+      const locks = new ResourceLocks(leases, logger);
+      // Live log lines reach followers on every instance, whichever one collects them.
+      const logFanout = new NatsLogFanout(natsTarget(config), leases.holder, logger);
+      logFanout.start();
+      onStop('live log lines', () => logFanout.stop());
       const ctx: ComputeContext = {
         store,
         cluster,
@@ -80,17 +98,16 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
         logs: {
           source: createLogSource(config, logger),
           store: new KnexLogStore(db),
-          feed: new LogFeed(),
+          feed: new LogFeed(logFanout),
           retentionDays: config.PIER_COMPUTE_LOG_RETENTION_DAYS,
         },
         builds: createBuilds(config, db, logger),
         edge,
         uptime: createUptime(config, db, publicUrlTarget(edge)),
-        disks: createDiskBackups(config, db, logger),
+        disks: createDiskBackups(config, db, logger, locks),
         elastic: null,
         log: logger,
-        // One change per service across every instance of compute (kit's leases.ts).
-        locks: new ResourceLocks(leases, logger),
+        locks,
         eventsWritten: () => relay.poke(),
         now: () => new Date(),
       };
@@ -106,18 +123,24 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
       if (ctx.edge.port) ctx.edge.port = timedPort(ctx.edge.port, 'edge', clusterCalls);
       ctx.disks.port = timedPort(ctx.disks.port, 'disks', clusterCalls);
       const builds = new BuildWorker(ctx, logger, config.PIER_BUILD_INTERVAL_MS);
-      ctx.builds.runner = builds;
       const edgeWorker = new EdgeWorker(ctx, logger, config.PIER_EDGE_SYNC_INTERVAL_MS);
-      ctx.edge.syncer = edgeWorker;
+      // The queue and the edge run in one instance: a poke received by another reaches it.
+      const pokes = createPokes(db, leases.holder, logger, builds, edgeWorker);
+      pokes.listener.start();
+      onStop('pokes', () => pokes.listener.stop());
+      ctx.builds.runner = pokes.runner;
+      ctx.edge.syncer = pokes.syncer;
       const diskBackups = new DiskBackupWorker(ctx, logger, config.PIER_COMPUTE_BACKUP_INTERVAL_MS);
+      // Backups and restores a request started go on when another instance takes the scheduler; they stop with the process.
+      onStop('disk backup jobs', () => ctx.disks.jobs.stop());
       const claimExpiry = new ClaimExpiry(ctx, logger);
       return {
         routes: computeRoutes(ctx),
         upgrades: computeUpgrades(ctx, { idleMs: config.PIER_COMPUTE_EXEC_IDLE_TIMEOUT_SECONDS * 1000, maxMs: config.PIER_COMPUTE_EXEC_MAX_SECONDS * 1000 }),
         background: [
           cluster,
-          // One instance at a time runs these (a lease each, handed over when its holder
-          // stops or dies). The others are per instance: see the README's "Several instances".
+          // One instance at a time runs each of these (a lease each, `leader:<name>`, handed
+          // over when its holder stops or dies): see the README's "Several instances".
           leaderOnly(
             leases,
             'reconciler',
@@ -128,18 +151,25 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
             }),
             logger,
           ),
-          diskBackups,
-          builds,
-          edgeWorker,
+          leaderOnly(leases, 'disk-backups', diskBackups, logger),
+          leaderOnly(leases, 'builds', builds, logger),
+          leaderOnly(leases, 'edge', edgeWorker, logger),
           leaderOnly(leases, 'claim-expiry', claimExpiry, logger),
-          ...(elastic ? [elastic.controller] : []),
+          // The passes only: each instance's activator holds and counts its own requests, and wakes.
+          ...(elastic ? [leaderOnly(leases, 'elastic', elastic.controller, logger)] : []),
           leaderOnly(leases, 'log-retention', new LogRetention(ctx, logger), logger),
+          // In every instance: it claims its checks with SKIP LOCKED, each check once.
           new UptimeChecker(ctx, logger, config.PIER_UPTIME_TICK_MS),
-          new LogCollector(ctx, logger, {
-            batchLines: config.PIER_COMPUTE_LOG_BATCH_LINES,
-            flushMs: config.PIER_COMPUTE_LOG_FLUSH_MS,
-            scanMs: config.PIER_COMPUTE_LOG_SCAN_MS,
-          }),
+          leaderOnly(
+            leases,
+            'log-collector',
+            new LogCollector(ctx, logger, {
+              batchLines: config.PIER_COMPUTE_LOG_BATCH_LINES,
+              flushMs: config.PIER_COMPUTE_LOG_FLUSH_MS,
+              scanMs: config.PIER_COMPUTE_LOG_SCAN_MS,
+            }),
+            logger,
+          ),
         ],
         checks: { cluster: () => cluster.ping() },
         keepAliveMs: config.PIER_COMPUTE_SSE_KEEPALIVE_MS,

@@ -47,6 +47,11 @@ export class ComputeProcess {
     return this.proc;
   }
 
+  /** The process spawned last (a test of several processes keeps each one it spawned). */
+  get current(): ServiceProcess {
+    return this.proc!;
+  }
+
   /** The HTTP port of the running process (a WebSocket test connects to it). */
   get httpPort(): number {
     return this.proc!.httpPort;

@@ -109,7 +109,7 @@ describe('the Kubernetes log stream', () => {
 describe('a follower falling behind', () => {
   it('loses the oldest lines and is told how many', async () => {
     const feed = new LogFeed();
-    const sub = feed.subscribe('s');
+    const sub = await feed.subscribe('s');
     const line = (n: number): LogLine => ({ ts: timestampOf(new Date(n)), replica: '0', deploymentId: null, stream: 'stdout', message: String(n) });
     feed.publish(
       's',

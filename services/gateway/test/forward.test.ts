@@ -117,6 +117,18 @@ describe('Forwarder (the hot path proxy)', () => {
     expect(pairs.filter(([k]) => k === 'x-request-id').map(([, v]) => v)).toEqual(['rid-1']);
   });
 
+  it('forwards a DELETE that says Content-Length: 0 with that one length (a second one is a malformed request upstream)', async () => {
+    const { port } = await setUp((req, res) => {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ method: req.method, length: req.headers['content-length'] }));
+    });
+    for (const headers of [{ 'content-length': '0' }, {}]) {
+      const res = await send(port, { method: 'DELETE', path: '/api/v1/x', headers });
+      expect(res.status).toBe(200);
+      expect(JSON.parse(res.body)).toEqual({ method: 'DELETE', length: '0' });
+    }
+  });
+
   it('answers 503 upstream_unavailable when the service cannot be reached', async () => {
     const agent = new http.Agent({ keepAlive: true });
     agents.push(agent);

@@ -100,4 +100,26 @@ export class KnexBuildStore implements BuildStore {
     const r = await this.db('deployments').where({ service_id: serviceId, image }).orderBy('created_at', 'desc').first();
     return r ? (r as Deployment) : undefined;
   }
+
+  async putSourcePart(buildId: string, seq: number, part: Uint8Array): Promise<void> {
+    await this.db('build_sources').insert({ build_id: buildId, seq, part: Buffer.from(part.buffer, part.byteOffset, part.byteLength) });
+  }
+
+  /** One piece per query: an archive of 100 MiB never sits in memory whole. */
+  async *sourceParts(buildId: string): AsyncIterable<Uint8Array> {
+    for (let seq = 0; ; seq++) {
+      const r = await this.db('build_sources').where({ build_id: buildId, seq }).first('part');
+      if (!r) return;
+      yield r.part as Buffer;
+    }
+  }
+
+  async deleteSource(buildId: string): Promise<void> {
+    await this.db('build_sources').where({ build_id: buildId }).delete();
+  }
+
+  async staleSources(before: Date): Promise<string[]> {
+    const rows = await this.db('build_sources').groupBy('build_id').havingRaw('max(created_at) < ?', [before]).select('build_id');
+    return rows.map((r: { build_id: string }) => r.build_id);
+  }
 }

@@ -383,4 +383,19 @@ export const migrations: Migration[] = [
     up: (db) => createLeasesTable(db),
     down: (db) => db.schema.dropTable('leases'),
   },
+  {
+    // Uploaded build sources, in pieces, until their build ran (domain/builds/builds.ts): the
+    // instance that runs the build queue may not be the one that received the upload.
+    name: '0014_build_sources',
+    async up(db) {
+      await db.schema.createTable('build_sources', (t) => {
+        t.uuid('build_id').notNullable();
+        t.integer('seq').notNullable();
+        t.binary('part').notNullable();
+        t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(db.fn.now());
+        t.primary(['build_id', 'seq']);
+      });
+    },
+    down: (db) => db.schema.dropTable('build_sources'),
+  },
 ];

@@ -116,8 +116,9 @@ export class Forwarder {
     const method = req.method ?? 'GET';
     // (`Content-Length: 0`, as fetch sends on a POST with no body, is no body.)
     const hasBody = (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0') || req.headers['transfer-encoding'] !== undefined;
-    // As http-proxy did: some servers want an explicit empty body on these.
-    if (!hasBody && (method === 'DELETE' || method === 'OPTIONS')) headers.push('content-length', '0');
+    // As http-proxy did: some servers want an explicit empty body on these. Only when the
+    // client gave no length: a second Content-Length is a malformed request upstream (400).
+    if (req.headers['content-length'] === undefined && !hasBody && (method === 'DELETE' || method === 'OPTIONS')) headers.push('content-length', '0');
 
     const upstream = http.request({
       agent: this.agent,

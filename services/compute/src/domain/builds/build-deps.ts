@@ -13,11 +13,16 @@ export interface BuildSettings {
   logLimitBytes: number;
 }
 
-/** The worker, as the use cases see it. */
+/** The worker, as the use cases see it: whichever instance of compute runs the queue. */
 export interface BuildRunner {
-  /** Looks at the queue now rather than at its next pass. */
+  /** Whether this instance runs the queue now (an upload received elsewhere goes to it through the store). */
+  readonly leading: boolean;
+  /** Has the queue looked at now rather than at its next pass. */
   wake(): void;
-  /** Stops a build this process runs and waits until it settled; false when it does not run it. */
+  /**
+   * Stops a running build (its cancel already recorded): true once it settled here; false
+   * when another instance runs it, which has been told (the caller waits for the record).
+   */
   cancel(buildId: string): Promise<boolean>;
 }
 

@@ -87,4 +87,12 @@ export interface BuildStore {
 
   /** The deployment (pending ones included) that runs `image` for the service, if any. */
   deploymentOfImage(serviceId: string, image: string): Promise<Deployment | undefined>;
+
+  /** Keeps piece `seq` (from 0) of an uploaded archive, as it was received. */
+  putSourcePart(buildId: string, seq: number, part: Uint8Array): Promise<void>;
+  /** The kept archive's pieces, in order (none: nothing kept). */
+  sourceParts(buildId: string): AsyncIterable<Uint8Array>;
+  deleteSource(buildId: string): Promise<void>;
+  /** Builds whose kept archive was last written before `before` (an upload in flight is younger). */
+  staleSources(before: Date): Promise<string[]>;
 }

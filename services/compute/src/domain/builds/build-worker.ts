@@ -10,6 +10,12 @@
 // `running` are finished: cancelled if a cancel was asked; deployed if the image exists; followed
 // again where the cluster keeps building without us (Kubernetes); otherwise failed with the
 // reason. None stays `running` forever.
+//
+// One instance of compute runs the queue (leaderOnly in server.ts: the claim, the limits, the
+// timeouts and the recovery above all assume one runner). A request that queues or cancels a
+// build on another instance pokes this one (server.ts, over PostgreSQL's NOTIFY); a cancel
+// whose poke was lost is still seen here, as the record's `cancel_requested`, at the next pass.
+import { Readable } from 'node:stream';
 import { Periodic, UnavailableError, crashPoint, type Logger } from '@pier/kit';
 import type { ComputeContext } from '../context.ts';
 import type { Service } from '../records.ts';
@@ -47,7 +53,8 @@ export class BuildWorker implements BuildRunner {
   private readonly running = new Map<string, Running>();
   private passing?: Promise<void>;
   private again = false;
-  private stopping = false;
+  /** Not started (another instance leads the queue) or stopping: a wake does nothing. */
+  private stopping = true;
   private passes = 0;
 
   constructor(
@@ -70,6 +77,11 @@ export class BuildWorker implements BuildRunner {
     await this.passing;
     for (const r of this.running.values()) if (!r.deploying) r.controller.abort(new StopReason('shutdown'));
     await Promise.allSettled([...this.running.values()].map((r) => r.done));
+  }
+
+  /** Whether this process runs the queue now. */
+  get leading(): boolean {
+    return !this.stopping;
   }
 
   wake(): void {
@@ -95,6 +107,7 @@ export class BuildWorker implements BuildRunner {
       try {
         do {
           this.again = false;
+          await this.honourCancels();
           await this.startQueued();
         } while (this.again && !this.stopping);
         if (++this.passes % 60 === 0) await this.sweepSources();
@@ -103,6 +116,15 @@ export class BuildWorker implements BuildRunner {
       }
     })();
     return this.passing;
+  }
+
+  /** Builds running here whose cancel was asked through another instance, its poke lost or not yet here. */
+  private async honourCancels(): Promise<void> {
+    if (this.running.size === 0) return;
+    for (const b of await this.ctx.builds.store.buildsInStatus('running')) {
+      const r = this.running.get(b.id);
+      if (b.cancel_requested && r && !r.deploying) r.controller.abort(new StopReason('cancel'));
+    }
   }
 
   private async startQueued(): Promise<void> {
@@ -175,9 +197,7 @@ export class BuildWorker implements BuildRunner {
           log: (text: string) => logs.write(text),
           fetched: (sha: string) => void store.updateBuild(build.id, { commit_sha: sha }).catch(() => undefined),
         };
-        if (build.source === 'upload' && mode === 'run' && !(await this.ctx.builds.sources.has(build.id))) {
-          throw new BuildFailedError("the uploaded source is gone (compute's work directory was emptied); upload it again");
-        }
+        if (build.source === 'upload' && mode === 'run' && !(await this.ctx.builds.sources.has(build.id))) await this.fetchSource(build.id);
         const built = mode === 'reattach' ? await builder.reattach(req, io) : await builder.run(req, io);
         if (built === false) throw new BuildFailedError('compute restarted while this build ran and the build could not be followed again; start it again');
         crashPoint('compute.build.built');
@@ -214,7 +234,22 @@ export class BuildWorker implements BuildRunner {
       this.log.info({ build: build.id, service: service.id, status: cancelled ? 'cancelled' : 'failed', error }, 'build ended');
     } finally {
       clearTimeout(timer);
-      if (build.source === 'upload') await this.ctx.builds.sources.remove(build.id).catch(() => undefined);
+      if (build.source === 'upload') {
+        await this.ctx.builds.sources.remove(build.id).catch(() => undefined);
+        await store.deleteSource(build.id).catch(() => undefined);
+      }
+    }
+  }
+
+  /** An upload another instance received (or this one before a restart): unpacked from the store, checked as it was then. */
+  private async fetchSource(buildId: string): Promise<void> {
+    const { sources, store } = this.ctx.builds;
+    try {
+      await sources.receive(buildId, Readable.from(store.sourceParts(buildId), { objectMode: false }));
+    } catch (err) {
+      await sources.remove(buildId).catch(() => undefined);
+      this.log.warn({ err: String(err), build: buildId }, 'the uploaded source could not be had from the store');
+      throw new BuildFailedError("the uploaded source is gone (compute's work directory was emptied); upload it again");
     }
   }
 
@@ -285,10 +320,12 @@ export class BuildWorker implements BuildRunner {
     await this.sweepSources();
   }
 
-  /** Uploaded sources whose build is over, or was never recorded (a crash during the upload), are removed. */
+  /** Uploaded sources (here and in the store) whose build is over, or was never recorded (a crash during the upload), are removed. */
   private async sweepSources(): Promise<void> {
-    const active = await this.ctx.builds.store.activeBuildIds();
-    const stale = await this.ctx.builds.sources.stale(new Date(this.ctx.now().getTime() - SOURCE_GRACE_MS));
-    for (const id of stale) if (!active.has(id) && !this.running.has(id)) await this.ctx.builds.sources.remove(id);
+    const { store, sources } = this.ctx.builds;
+    const active = await store.activeBuildIds();
+    const before = new Date(this.ctx.now().getTime() - SOURCE_GRACE_MS);
+    for (const id of await sources.stale(before)) if (!active.has(id) && !this.running.has(id)) await sources.remove(id);
+    for (const id of await store.staleSources(before)) if (!active.has(id) && !this.running.has(id)) await store.deleteSource(id);
   }
 }

@@ -5,12 +5,12 @@
 // A build is written `queued` (with its event) only once its source is acceptable: the URL
 // passed the guard, or the archive was validated and kept. The worker does the rest.
 import { randomUUID } from 'node:crypto';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { ConflictError, NotFoundError, UnavailableError, isUuid, type Page, type PageRequest } from '@pier/kit';
 import { findMutable, findService, type ComputeContext } from '../context.ts';
 import { events } from '../events.ts';
 import type { Scope, Service } from '../records.ts';
-import { FINISHED, type Build, type NewBuild } from './build-store-port.ts';
+import { FINISHED, type Build, type BuildStore, type NewBuild } from './build-store-port.ts';
 import type { BuilderPort } from './builder-port.ts';
 import { buildPaths, checkRef, type BuildOptions } from './build-input.ts';
 
@@ -51,20 +51,58 @@ export async function createGitBuild(ctx: ComputeContext, scope: Scope, serviceI
   return enqueue(ctx, s, { source: 'git', repo_url: checked.url.href, ref, ...paths, deploy: input.deploy ?? true });
 }
 
-/** POST builds/source-upload: the archive is validated while it streams in, and kept until its build runs. */
+/**
+ * POST builds/source-upload: the archive is validated while it streams in, and kept until its
+ * build runs: unpacked here, and as it was received in the store, for the instance of compute
+ * that runs the queue when it is another one (which unpacks it, checked again, on its side).
+ */
 export async function createUploadBuild(ctx: ComputeContext, scope: Scope, serviceId: string, input: BuildOptions, archive: Readable): Promise<Build> {
   const s = await findMutable(ctx, scope, serviceId);
   builderOf(ctx);
   const paths = buildPaths(input);
   const id = randomUUID();
+  const kept = keptInStore(ctx.builds.store, id, archive);
+  let build: Build;
   try {
-    await ctx.builds.sources.receive(id, archive);
-    return await enqueue(ctx, s, { id, source: 'upload', repo_url: null, ref: null, ...paths, deploy: input.deploy ?? true });
+    await ctx.builds.sources.receive(id, kept.stream);
+    await kept.finish();
+    build = await enqueue(ctx, s, { id, source: 'upload', repo_url: null, ref: null, ...paths, deploy: input.deploy ?? true });
   } catch (err) {
     // Nothing refers to the source: without a record it is only clutter.
     await ctx.builds.sources.remove(id).catch(() => undefined);
+    await ctx.builds.store.deleteSource(id).catch(() => undefined);
     throw err;
   }
+  // Another instance runs the queue: it takes the source from the store.
+  if (!ctx.builds.runner.leading) await ctx.builds.sources.remove(id).catch(() => undefined);
+  return build;
+}
+
+/** Pieces an uploaded archive is kept in, in the store. */
+const SOURCE_PART_BYTES = 1024 * 1024;
+
+/** The archive as it streams in, each piece read also written to the store (`finish` writes the last). */
+function keptInStore(store: BuildStore, buildId: string, archive: Readable): { stream: Readable; finish(): Promise<void> } {
+  let held: Buffer[] = [];
+  let size = 0;
+  let seq = 0;
+  const finish = async () => {
+    if (size === 0) return;
+    const part = Buffer.concat(held);
+    held = [];
+    size = 0;
+    await store.putSourcePart(buildId, seq++, part);
+  };
+  async function* pieces(): AsyncGenerator<Buffer> {
+    for await (const chunk of archive) {
+      const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
+      held.push(b);
+      size += b.length;
+      if (size >= SOURCE_PART_BYTES) await finish();
+      yield b;
+    }
+  }
+  return { stream: Readable.from(pieces(), { objectMode: false }), finish };
 }
 
 export async function listBuilds(ctx: ComputeContext, scope: Scope, serviceId: string, page: PageRequest): Promise<Page<Build>> {
@@ -141,15 +179,24 @@ export async function cancelBuild(ctx: ComputeContext, scope: Scope, serviceId: 
   });
   ctx.eventsWritten();
   if (marked.status !== 'running') return marked;
-  // The worker runs it: it stops the build, removes what it made and records `cancelled`.
-  if (!(await ctx.builds.runner.cancel(marked.id))) await finishCancel(ctx, marked, service);
+  // The instance running the queue (this one or another, told by the runner) stops the
+  // build, removes what it made and records `cancelled`; one that runs the queue later (a
+  // handover, a recovery) finds `cancel_requested` and does the same.
+  if (!(await ctx.builds.runner.cancel(marked.id))) return untilSettled(ctx, marked.id, CANCEL_WAIT_MS);
   return (await store.buildById(marked.id))!;
 }
 
-/** Ends a running build no worker of this process runs (recovery's case, or a race with it). */
-export async function finishCancel(ctx: ComputeContext, build: Build, service: Service): Promise<void> {
-  await builderOf(ctx).discard({ buildId: build.id, serviceId: build.service_id, workspaceId: build.workspace_id, vpcId: build.vpc_id });
-  await settleBuild(ctx, build.id, service, { status: 'cancelled', error: 'cancelled' });
+/** How long a cancel answered by another instance's worker waits for the build to end before answering `running`. */
+const CANCEL_WAIT_MS = 20_000;
+
+/** The build once it is no longer running, or as it is after `ms`. */
+async function untilSettled(ctx: ComputeContext, buildId: string, ms: number, everyMs = 100): Promise<Build> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const b = (await ctx.builds.store.buildById(buildId))!;
+    if (b.status !== 'running' || Date.now() >= deadline) return b;
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
 }
 
 /** Records a build's end with its event, unless it already ended. */

@@ -1,15 +1,18 @@
 // The time-driven half of disk backups, one loop for both clusters:
 //
-//   recovery          backups a previous process left running are followed again or failed,
-//                     restores it left running are resumed from their step (and any restore
-//                     an unreachable cluster held up is tried again)
+//   recovery          backups no process runs any more (a previous process's, or those of an
+//                     instance that stopped or died: their claims are free) are followed
+//                     again or failed, restores likewise resumed from their step (and any
+//                     restore an unreachable cluster held up is tried again)
 //   due schedules     a `scheduled` backup taken (its next run set first, so a crash does not
 //                     repeat it); a run due while the service is busy or not deployed is skipped
 //   retention         completed scheduled backups beyond the schedule's count deleted, oldest
 //                     first (manual backups are the user's)
 //   deleted services  their backups removed from the store, their schedules dropped
 //
-// Scheduled backups run one after the other, each to its end, within a pass.
+// Scheduled backups run one after the other, each to its end, within a pass. One instance of
+// compute runs this loop (leaderOnly in server.ts); backups and restores asked for by a
+// request run in the instance that took the request, each under its claim (DiskJobs).
 import { ConflictError, Periodic, nextFireTime, type Logger } from '@pier/kit';
 import type { ComputeContext } from '../context.ts';
 import type { DiskBackupSchedule } from './disk-backup-store-port.ts';
@@ -35,10 +38,13 @@ export class DiskBackupWorker {
     this.loop.start(() => this.recover());
   }
 
-  /** Stops the loop, then the backups and restores running here (recovery at the next start finishes them). */
+  /**
+   * Stops the loop. The backups and restores running here go on (a request may have started
+   * them, and they hold their claims): they stop with the process (DiskJobs.stop), and
+   * recovery, wherever it runs next, finishes them.
+   */
   async stop(): Promise<void> {
     await this.loop.stop();
-    await this.ctx.disks.jobs.stop();
   }
 
   async recover(): Promise<void> {

@@ -133,26 +133,44 @@ async function settleBackup(
 }
 
 /**
- * Backups a previous process left running (started before `startedAt`, this one's start).
- * Kubernetes goes on with a snapshot while compute is away, so it is followed again; a docker
- * copy died with its container, so what it left goes (paused replicas run again) and it
- * reads `failed`. Idempotent: run at start-up and at every scheduler pass until it succeeds.
+ * How long a backup just recorded by another instance is left to it before recovery may take
+ * it: that instance claims it (DiskJobs) right after the record commits, and from then on
+ * the claim says whether anyone still runs it.
+ */
+const CLAIM_GRACE_MS = 30_000;
+
+/**
+ * Backups no process runs any more: left by a previous process (started before `startedAt`,
+ * this one's start), or by another instance that stopped or died (its claim given back or
+ * expired). Kubernetes goes on with a snapshot while compute is away, so it is followed
+ * again; a docker copy died with its container, so what it left goes (paused replicas run
+ * again) and it reads `failed`. A backup another instance is running holds its claim and
+ * is left alone. Idempotent: run at start-up and at every scheduler pass.
  */
 export async function recoverBackups(ctx: ComputeContext, startedAt: Date): Promise<void> {
   const { store, port, jobs } = ctx.disks;
+  const now = ctx.now().getTime();
   for (const b of await store.runningBackups()) {
-    if (jobs.has(b.id) || new Date(b.created_at) >= startedAt) continue;
+    const created = new Date(b.created_at);
+    if (jobs.has(b.id) || (created >= startedAt && now - created.getTime() < CLAIM_GRACE_MS)) continue;
     if (port.survivesRestart) {
       void jobs.run(b.id, (signal) => runBackup(ctx, b.id, signal));
       continue;
     }
-    const service = (await ctx.store.serviceById(b.service_id))!;
-    await ctx.locks.run(service.id, async () => {
-      await port.abandon(diskOf(service), b.id);
-      await settleBackup(ctx, service, b.id, { status: 'failed', error: 'compute restarted during the backup; take another' });
-    });
-    ctx.log.info({ backup: b.id, service: service.id }, 'failed a disk backup a restart interrupted');
+    await jobs.run(b.id, () => abandonBackup(ctx, b.id));
   }
+}
+
+/** A docker backup no process runs: what it left goes, and it reads `failed`. */
+async function abandonBackup(ctx: ComputeContext, backupId: string): Promise<void> {
+  const b = await ctx.disks.store.backupById(backupId);
+  const service = b?.status === 'running' ? await ctx.store.serviceById(b.service_id) : undefined;
+  if (!service) return;
+  await ctx.locks.run(service.id, async () => {
+    await ctx.disks.port.abandon(diskOf(service), backupId);
+    await settleBackup(ctx, service, backupId, { status: 'failed', error: 'compute restarted during the backup; take another' });
+  });
+  ctx.log.info({ backup: backupId, service: service.id }, 'failed a disk backup a restart interrupted');
 }
 
 /** Deletes a finished backup from the store, then its record with its event. */

@@ -75,7 +75,13 @@ export class ElasticController {
     this.loop = new Periodic(() => this.tick(), opts.tickMs, { log, what: 'elastic pass' });
   }
 
+  /**
+   * The passes (sleep, autoscale) run in one instance of compute at a time (leaderOnly in
+   * server.ts); a wake is a request's (the activator's, in whichever instance it reached).
+   * Leading again, what was seen before is forgotten: idle times count from now.
+   */
   start(): void {
+    this.seen.clear();
     this.loop.start();
   }
 

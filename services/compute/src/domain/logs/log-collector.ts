@@ -4,6 +4,10 @@
 // started (docker events). Each replica resumes where the store says it got to, so a
 // restart of compute neither loses nor repeats lines: the cursor is stored in the same
 // transaction as the lines, and lines at or before it are skipped when reading resumes.
+// One instance of compute collects at a time (leaderOnly in server.ts), so each line is read
+// and stored once; the feed carries its batches to followers on the other instances. An
+// instance that leads again forgets what it read before: the other one read on meanwhile,
+// and the store's cursors say where.
 import { Periodic, type Logger } from '@pier/kit';
 import type { ComputeContext } from '../context.ts';
 import type { LogLine, LogReplica } from './log-port.ts';
@@ -26,7 +30,7 @@ export class LogCollector {
   private readonly last = new Map<string, string>();
   private readonly services = new Map<string, { ours: boolean; checkedAt: number }>();
   private readonly loop: Periodic;
-  private readonly watching = new AbortController();
+  private watching = new AbortController();
   private scanning?: Promise<void>;
   private rescan = false;
   readonly writer: LogWriter;
@@ -41,6 +45,9 @@ export class LogCollector {
   }
 
   start(): void {
+    this.drained.clear();
+    this.last.clear();
+    this.watching = new AbortController();
     this.writer.start();
     this.loop.start(() => this.scan());
     this.ctx.logs.source.watch(() => void this.scan().catch(() => undefined), this.watching.signal);

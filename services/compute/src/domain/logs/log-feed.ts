@@ -1,6 +1,11 @@
 // New lines as the collector reads them, handed to whoever follows a service's logs. The
 // collector already follows every replica, so a client following costs no cluster stream
 // of its own; and what a follower sees is what history will hold.
+//
+// One instance of compute collects (leaderOnly in server.ts), and a follower's request may
+// reach any: the collector's instance hands each batch to its own followers here and to the
+// other instances through the fanout (NATS core, clients/nats-log-fanout.ts), and each
+// instance receives the batches of a service while one of its clients follows it.
 import type { LogLine } from './log-port.ts';
 
 /** Lines a follower may fall behind by before the oldest are dropped (and it is told how many). */
@@ -67,21 +72,64 @@ export class LogSubscription {
   }
 }
 
+/** How batches reach the followers on the other instances of compute. */
+export interface LogFanout {
+  /** Hands one replica's batch to the other instances; never throws (a batch that cannot leave is lost to their followers only). */
+  send(serviceId: string, key: string, lines: LogLine[]): void;
+  /**
+   * The batches of one service from the other instances, until closed. `ready` settles once
+   * the subscription is in place (every batch sent from then on comes), or could not be
+   * made in time: following never waits long for the broker.
+   */
+  receive(serviceId: string, deliver: (key: string, lines: LogLine[]) => void): { ready: Promise<void>; close(): void };
+}
+
 export class LogFeed {
   private readonly subscribers = new Map<string, Set<LogSubscription>>();
+  /** What the fanout brings of each followed service, while someone here follows it. */
+  private readonly remote = new Map<string, { ready: Promise<void>; close(): void }>();
 
-  /** Lines of one service (of one replica only, when given) from now on, until closed. */
-  subscribe(serviceId: string, replica?: string): LogSubscription {
-    const set = this.subscribers.get(serviceId) ?? this.subscribers.set(serviceId, new Set()).get(serviceId)!;
+  constructor(private readonly fanout?: LogFanout) {}
+
+  /**
+   * Lines of one service (of one replica only, when given) from now on, until closed. The
+   * first follower of a service here subscribes to its batches from the other instances,
+   * and this resolves once that subscription is in place: lines read after it cannot be
+   * missed, wherever they are collected.
+   */
+  async subscribe(serviceId: string, replica?: string): Promise<LogSubscription> {
+    let set = this.subscribers.get(serviceId);
+    if (!set) {
+      const mine = new Set<LogSubscription>();
+      set = mine;
+      this.subscribers.set(serviceId, mine);
+      if (this.fanout)
+        this.remote.set(
+          serviceId,
+          this.fanout.receive(serviceId, (key, lines) => this.deliver(serviceId, key, lines)),
+        );
+    }
+    const followers = set;
     const sub = new LogSubscription(replica, (s) => {
-      set.delete(s);
-      if (set.size === 0) this.subscribers.delete(serviceId);
+      followers.delete(s);
+      if (followers.size > 0 || this.subscribers.get(serviceId) !== followers) return;
+      // The last follower here gone: no more of this service's batches.
+      this.subscribers.delete(serviceId);
+      this.remote.get(serviceId)?.close();
+      this.remote.delete(serviceId);
     });
-    set.add(sub);
+    followers.add(sub);
+    await this.remote.get(serviceId)?.ready;
     return sub;
   }
 
+  /** A batch collected here: to this instance's followers, and to the other instances'. */
   publish(serviceId: string, key: string, lines: LogLine[]): void {
+    this.deliver(serviceId, key, lines);
+    this.fanout?.send(serviceId, key, lines);
+  }
+
+  private deliver(serviceId: string, key: string, lines: LogLine[]): void {
     const set = this.subscribers.get(serviceId);
     if (set) for (const sub of set) sub.push(key, lines);
   }

@@ -34,6 +34,9 @@ export class LogWriter {
   }
 
   start(): void {
+    // What a previous stop could not store is read again by whoever collects now.
+    this.lines = [];
+    this.cursors = new Map();
     this.stopped = false;
     this.loop.start();
   }

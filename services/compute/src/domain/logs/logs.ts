@@ -61,7 +61,8 @@ export async function recentLogs(ctx: ComputeContext, scope: Scope, serviceId: s
 
 /**
  * The recent lines, then every new one as it is collected, until `signal` aborts. Subscribed
- * before the recent lines are read, so nothing printed in between is missed; a live line a
+ * before the recent lines are read (on this instance and, through the feed's fanout, with
+ * the instance that collects), so nothing printed in between is missed; a live line a
  * replica's recent lines already held is not sent twice.
  */
 export async function followLogs(
@@ -72,7 +73,7 @@ export async function followLogs(
   signal: AbortSignal,
 ): Promise<AsyncIterable<FollowEvent>> {
   const s = await findService(ctx, scope, serviceId);
-  const sub = ctx.logs.feed.subscribe(s.id, q.replica);
+  const sub = await ctx.logs.feed.subscribe(s.id, q.replica);
   let recent: Recent;
   try {
     recent = await recentOf(ctx, s, q);
