@@ -193,7 +193,7 @@ export class IdempotencyKeys {
     }
   }
 
-  /** Stores the answer for retries; a 5xx (nothing was done) frees the key for a retry instead. */
+  /** Stores the answer for retries; a 5xx frees the key for a retry instead (one that made nothing). */
   private async keep(where: { scope: string; key: string }, answer: IdempotentAnswer): Promise<void> {
     try {
       if (answer.keep && answer.status < 500) {
@@ -206,7 +206,10 @@ export class IdempotencyKeys {
             completed_at: this.db.fn.now(),
           });
       } else {
-        await this.db('idempotency_keys').where(where).delete();
+        // A 5xx after the resource's first row was written (insertForKey) stays unanswered:
+        // the retry takes it up as a dead attempt's, and the route's `replay` answers with
+        // that resource or undoes it, rather than making a second one (or a name conflict).
+        await this.db('idempotency_keys').where(where).whereNull('resource_id').delete();
       }
     } catch (err) {
       // The answer stands; a retry finds the row unanswered and takes it up as a dead attempt's.
