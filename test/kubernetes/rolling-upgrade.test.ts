@@ -5,11 +5,14 @@
 // each service in turn and then all at once. No request may fail, every acknowledged write
 // must be there exactly once, and a log follow and a shell session, told to reconnect
 // (kit's drain.ts: a `reconnect` event, close code 1012), reconnect and go on. Then, under
-// the same load, one pod of each service is killed with no grace period: no write may be
-// lost or doubled; the requests that failed are counted and printed.
+// the same load, one pod of each service is killed with no grace period (for compute,
+// databases and secrets the one leading their reconciler): no write may be lost or doubled,
+// the requests that failed are counted and printed, and every loop the killed pod led is
+// led by the other within a lease's lifetime. Log collection, one leader's loop, must have
+// stored each line of the service once, none skipped, through all of it.
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import WebSocket from 'ws';
-import { vpcNamespace } from '@pier/kit';
+import { LEASE_TTL_MS, vpcNamespace } from '@pier/kit';
 import { createPierClient, unwrap, type PierClient } from '@pier/sdk';
 import { until } from '@pier/testing';
 import { bootstrapKey, CHART, chartBench, RELEASE, type ChartBench } from './chart-support.ts';
@@ -18,6 +21,8 @@ const TINY_HTTP = 'pier/tiny-http:1';
 /** A request started every this many ms: 50 a second. */
 const PACE_MS = 20;
 const PARTS = ['gateway', 'auth', 'compute', 'databases', 'secrets'] as const;
+/** The services with background loops run by one leader each (leaderOnly in their server.ts). */
+const LOOPS = new Set(['compute', 'databases', 'secrets']);
 
 let bench: ChartBench;
 let failed = false;
@@ -220,6 +225,33 @@ describe('a rolling upgrade under load', () => {
         .finally(() => inFlight--);
     }, PACE_MS);
 
+    // The leader of each background loop of `part` (kit's leases.ts: a `leader:<loop>`
+    // lease, its holder `<service>@<hostname>:<pid>:…`, the hostname being the pod's name).
+    const leaders = async (part: string) => {
+      const rows = await tool('kubectl', [
+        '-n',
+        ns,
+        'exec',
+        `deploy/${RELEASE}-postgres`,
+        '--',
+        'psql',
+        '-U',
+        'postgres',
+        '-d',
+        'pier',
+        '-Atc',
+        `select name, split_part(split_part(holder, '@', 2), ':', 1) from ${part}.leases where name like 'leader:%' and expires_at > now()`,
+      ]);
+      return new Map(
+        rows
+          .trim()
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => l.split('|') as [string, string]),
+      );
+    };
+    const handovers: string[] = [];
+    const handoverMs: number[] = [];
     const phases: string[] = [];
     const started = Date.now();
     const upgrade = async (what: string, set: string[]) => {
@@ -249,12 +281,32 @@ describe('a rolling upgrade under load', () => {
       await upgrade('all at once', ['--set', 'podAnnotations.pier-test/roll=all']);
       await sleep(5000);
       Object.assign(rolled, { requests, failed: [...failures.values()].reduce((a, b) => a + b, 0), shellRestarts: shell.restarts.length });
-      // Then one pod of each service killed with no grace period, one after another.
+      // Then one pod of each service killed with no grace period, one after another: for
+      // the services with background loops, the pod leading the reconciler, and the time
+      // each loop it led took to be led by the other pod.
       for (const part of PARTS) {
         const pods = await k.list(`/api/v1/namespaces/${ns}/pods`, `app.kubernetes.io/component=${part}`);
+        const led = LOOPS.has(part) ? await leaders(part) : new Map<string, string>();
+        const victim = led.get('leader:reconciler') ?? pods[0]!.metadata.name;
         phase = `kill ${part}`;
-        await tool('kubectl', ['-n', ns, 'delete', 'pod', pods[0]!.metadata.name, '--grace-period=0', '--force', '--wait=false']);
-        await sleep(10_000);
+        const killed = Date.now();
+        await tool('kubectl', ['-n', ns, 'delete', 'pod', victim, '--grace-period=0', '--force', '--wait=false']);
+        // Each loop's new leader, timed from the kill: all of them read at once, every 250 ms.
+        const orphans = new Set([...led].filter(([, pod]) => pod === victim).map(([name]) => name));
+        while (orphans.size > 0) {
+          expect(Date.now() - killed, `loops still led by the killed pod: ${[...orphans].join(', ')}`).toBeLessThan(60_000);
+          const now = await leaders(part);
+          for (const name of orphans) {
+            const by = now.get(name);
+            if (by === undefined || by === victim) continue;
+            orphans.delete(name);
+            handovers.push(`${part} ${name.slice('leader:'.length)} ${((Date.now() - killed) / 1000).toFixed(1)} s`);
+            handoverMs.push(Date.now() - killed);
+            expect(pods.map((p) => p.metadata.name)).toContain(by);
+          }
+          await sleep(250);
+        }
+        await sleep(Math.max(0, 10_000 - (Date.now() - killed)));
       }
       await until(
         () => k.list(`/api/v1/namespaces/${ns}/pods`, 'app.kubernetes.io/name=pier'),
@@ -310,6 +362,24 @@ describe('a rolling upgrade under load', () => {
     console.log(
       `rolling upgrade: the rolls ${rolled.requests} requests, ${rolled.failed} failed; then one pod of each service killed: ${requests - rolled.requests} requests, ${failedCount - rolled.failed} failed (${JSON.stringify(Object.fromEntries(failures))})`,
     );
+    console.log(`rolling upgrade: leaders killed, each loop led again after: ${handovers.join(', ')}`);
+    // Every loop the killed leader ran was taken over within a lease's lifetime (15 s) and a renewal's wait.
+    expect(handoverMs.length).toBeGreaterThanOrEqual(3);
+    expect(Math.max(...handoverMs)).toBeLessThan(LEASE_TTL_MS + 10_000);
+    // Log collection (one leader) stored each line once, none skipped, through every roll and kill.
+    const stored: number[] = [];
+    for (let cursor: string | undefined, first = true; first || cursor; first = false) {
+      const page = await unwrap(
+        pier.GET('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/logs/history', {
+          params: { path: servicePath, query: { start: new Date(started - 60_000).toISOString(), q: 'tick ', limit: 1000, cursor } },
+        }),
+      );
+      stored.push(...page.items.map((l) => Number(/^tick (\d+)$/.exec(l.message.trim())?.[1])).filter((n) => !Number.isNaN(n)));
+      cursor = page.next_cursor ?? undefined;
+    }
+    const sorted = [...stored].sort((a, b) => a - b);
+    expect(sorted.length).toBeGreaterThan(60);
+    expect(sorted).toEqual(Array.from({ length: sorted.length }, (_, n) => sorted[0]! + n));
     // No request failed while the services rolled; none lost nor doubled a write, killed pods included.
     expect(rolled.failed).toBe(0);
     expect(lost).toBe(0);

@@ -4,6 +4,9 @@
 //   429 rate_limited          after `Retry-After` (any call; the gateway refused it)
 //   409 idempotency_key_in_use after `Retry-After` (the first attempt is still running)
 //   503                       after `Retry-After` or a backoff, reads and keyed writes
+//   504                       after a backoff, reads and keyed writes (the service did not
+//                             answer in time: a read may run again, and a keyed write's key
+//                             makes its retry a replay, or a 409 while it still runs)
 // and when the connection failed before an answer (reads and keyed writes). A wait longer
 // than `maxDelayMs` is not waited: that answer is returned as it is.
 
@@ -54,6 +57,7 @@ function delayOf(response: Response, attempt: number, safe: boolean): number | u
   if (response.status === 429) return after ?? backoff(attempt);
   if (response.status === 409 && after !== undefined && safe) return after;
   if (response.status === 503 && safe) return after ?? backoff(attempt);
+  if (response.status === 504 && safe) return backoff(attempt);
   return undefined;
 }
 
