@@ -18,6 +18,9 @@
  * the same Postgres and NATS.
  * PIER_BENCH_ONLY=gateway,services,databases,backups,logs,edge,elastic,disk-backups picks some;
  * `backups-kubernetes` (never by default) runs the backups section on deploy/kube/cluster.sh's cluster.
+ * `scale` (never by default; bench/scale.ts) runs compute and databases at 10,000 services and
+ * 2,000 databases on that cluster, their pods on kwok's fake nodes (deploy/kube/build-kwok.sh):
+ *   deploy/kube/cluster.sh start --user $$ && PIER_BENCH_ONLY=scale pnpm bench
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -34,6 +37,7 @@ import { benchLogs } from './logs.ts';
 import { benchEdge } from './edge.ts';
 import { benchElastic } from './elastic.ts';
 import { benchDiskBackups } from './disk-backups.ts';
+import { benchScale } from './scale.ts';
 import { AuthClient, AUTH_RECONNECT_MAX_MS, AUTH_TIMEOUT_MS } from '@pier/gateway';
 import { runClosedLoop, runLoad, type LoadResult } from './load.ts';
 import { perRequest, snapshot } from './cpu.ts';
@@ -261,6 +265,11 @@ async function main(): Promise<void> {
     if (only.has('disk-backups')) {
       console.log('');
       await benchDiskBackups({ infra, log });
+    }
+    // Only when asked for, as backups-kubernetes: the test cluster, and half an hour at full size.
+    if (only.has('scale')) {
+      console.log('');
+      await benchScale({ infra, log });
     }
   } finally {
     await infra.stop();

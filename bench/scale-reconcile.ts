@@ -1,0 +1,59 @@
+// Times compute's reconciler at size. Kit's Reconciler keeps no timing of its own (no
+// metric, no log line unless it settled something), so the benchmark runs compute's
+// reconciler itself: a second instance of it, as the Helm chart's second replica would
+// run it, on compute's database and the same cluster, with compute's own parts (store,
+// kubernetes adapter, leases). Its first pass is the start-up one, which sweeps; the
+// passes after it do not (the sweep has its own cadence). Each pass is counted in
+// database statements and cluster API requests, to tell per-VPC from per-service cost.
+import { createDb, createLogger, holderId, Leases, ResourceLocks } from '@pier/kit';
+import { KnexComputeStore } from '../services/compute/src/store/store.ts';
+import { KubernetesCluster } from '../services/compute/src/cluster/kubernetes.ts';
+import { computeReconciler } from '../services/compute/src/domain/services/reconciler.ts';
+import type { ComputeContext } from '../services/compute/src/domain/context.ts';
+
+export interface PassCost {
+  ms: number;
+  statements: number;
+  clusterCalls: number;
+}
+
+export interface ReconcileTimings {
+  /** The start-up pass: pending steps, observe and the sweep. */
+  withSweep: PassCost;
+  /** Passes without the sweep, in order. */
+  passes: PassCost[];
+}
+
+export async function timeComputeReconciler(databaseUrl: string, kubeconfig: string, passes: number): Promise<ReconcileTimings> {
+  const db = createDb(databaseUrl, 'compute', 4);
+  let statements = 0;
+  db.on('query', () => statements++);
+  const log = createLogger('compute-bench-reconciler', 'warn');
+  const cluster = KubernetesCluster.fromKubeconfig(kubeconfig, log);
+  // What the reconciler's steps, observe and sweep use; the rest of compute's context
+  // (builds, edge, logs, ...) is only reached by a teardown, and no service is being deleted.
+  const ctx = {
+    store: new KnexComputeStore(db),
+    cluster,
+    locks: new ResourceLocks(new Leases(db, holderId('compute')), log),
+    log,
+    now: () => new Date(),
+    eventsWritten: () => undefined,
+  } as unknown as ComputeContext;
+  const hour = 3_600_000;
+  const reconciler = computeReconciler(ctx, { intervalMs: hour, graceMs: 120_000, sweepEveryMs: hour });
+  const measure = async (): Promise<PassCost> => {
+    const [s0, c0, t0] = [statements, cluster.calls, performance.now()];
+    const report = await reconciler.runOnce();
+    if (report.failed) throw new Error(`reconcile pass: ${report.failed} items failed`);
+    return { ms: performance.now() - t0, statements: statements - s0, clusterCalls: cluster.calls - c0 };
+  };
+  try {
+    const withSweep = await measure();
+    const rest: PassCost[] = [];
+    for (let i = 0; i < passes; i++) rest.push(await measure());
+    return { withSweep, passes: rest };
+  } finally {
+    await db.destroy();
+  }
+}

@@ -1,0 +1,329 @@
+/**
+ * At scale (issue 29): compute and databases managing far more than this machine can run,
+ * on deploy/kube/cluster.sh's real Kubernetes (start it first) whose pods land on kwok's
+ * fake nodes (bench/kwok-nodes.ts): they go through the real API server, scheduler and
+ * controllers, and read Running and Ready, but no container starts. Compute and databases
+ * run as processes of their own (as `pier up` runs them), each on its schema of one fresh
+ * database of the benchmark's PostgreSQL; requests go straight to their HTTP ports with
+ * identity tokens signed here, one per VPC (bench/scale-fleet.ts). It creates the services
+ * and databases, many at a time, spread over the VPCs with a full page of 200 of each in
+ * one of them, and prints, on lines starting `scale:`:
+ *   - resident memory of compute, databases and PostgreSQL at 0, 1,000 and all services
+ *     (databases created in step, in proportion);
+ *   - a page of 200 listed with live status, one request at a time: p50, p95, cluster calls;
+ *   - compute's reconcile pass and sweep (bench/scale-reconcile.ts), with their statements and calls;
+ *   - a pod killed: when a read of its service shows it, and whether an event says so;
+ *   - what one scan of compute's log collector lists (the collector is parked here, below).
+ *
+ * Settings that differ from a production install, and why:
+ *   - the log collector scans once a day (PIER_COMPUTE_LOG_SCAN_MS): fake pods have no log
+ *     to follow, and every scan would send one failing log request per pod to the API server;
+ *   - Ingresses name a class no controller serves, so the cluster's Traefik (shared with
+ *     other users) is not loaded with thousands of routes; compute still writes them;
+ *   - compute's own sweep runs at start-up only (PIER_COMPUTE_SWEEP_INTERVAL_SECONDS), not
+ *     to race the sweep timed here;
+ *   - databases use StorageClass kwok-volume (claims bound by kwok, no disk), built in (no operator).
+ *
+ * `benchScale()` is section `scale` of `pnpm bench`, never run by default:
+ *   deploy/kube/cluster.sh start --user $$ && PIER_BENCH_ONLY=scale pnpm bench
+ * Env: PIER_BENCH_SCALE_SERVICES (10000), PIER_BENCH_SCALE_DATABASES (2000),
+ * PIER_BENCH_SCALE_VPCS (500), PIER_BENCH_SCALE_CONCURRENCY (24 creates in flight),
+ * PIER_BENCH_SCALE_LISTS (100 timed lists of each kind), PIER_BENCH_SCALE_FAKE_NODES (4),
+ * PIER_TEST_KUBECONFIG (default /tmp/pier-kube/kubeconfig).
+ */
+import http from 'node:http';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { generateIdentityKeys, vpcNamespace } from '@pier/kit';
+import { createTestDatabase, freePort, realKubernetes, type RealKubernetes, type TestDatabase } from '@pier/testing';
+import { ServiceProcess } from '../deploy/local/children.ts';
+import { POD_SELECTOR } from '../services/compute/src/cluster/kubernetes-manifests.ts';
+import { SELECTOR as DATABASE_SELECTOR } from '../services/databases/src/cluster/kubernetes-meta.ts';
+import { startInfra, type Infra } from './infra.ts';
+import { KWOK_STORAGE_CLASS, startFakeNodes, type FakeNodes } from './kwok-nodes.ts';
+import { PAGE, call, createAll, databasesPath, makeVpcs, servicesPath, listAll, type Creation, type Vpc } from './scale-fleet.ts';
+import { timeComputeReconciler } from './scale-reconcile.ts';
+import { cpuBetween, cpuNow, memoryLine, residentMb } from './scale-processes.ts';
+import { killedPod } from './scale-change.ts';
+import { callsOf, clusterTime } from './scale-metrics.ts';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const IMAGE = 'pier/tiny-http:1';
+const int = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+
+function percentile(sorted: number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+}
+
+const tally = (xs: string[]) =>
+  Object.entries(xs.reduce<Record<string, number>>((t, x) => ({ ...t, [x]: (t[x] ?? 0) + 1 }), {}))
+    .map(([k, n]) => `${n} ${k}`)
+    .join(', ');
+
+export async function benchScale(opts: { infra?: Infra; log?: (line: string) => void } = {}): Promise<void> {
+  const log = opts.log ?? ((l: string) => console.log(l));
+  const services = int('PIER_BENCH_SCALE_SERVICES', 10_000);
+  const databases = int('PIER_BENCH_SCALE_DATABASES', 2000);
+  const vpcCount = int('PIER_BENCH_SCALE_VPCS', 500);
+  const concurrency = int('PIER_BENCH_SCALE_CONCURRENCY', 24);
+  const lists = int('PIER_BENCH_SCALE_LISTS', 100);
+  process.env.PIER_TEST_KUBECONFIG ??= '/tmp/pier-kube/kubeconfig';
+  const kube = realKubernetes();
+  const infra = opts.infra ?? (await startInfra());
+  const started = performance.now();
+  let vpcs: Vpc[] = [];
+  let testDb: TestDatabase | undefined;
+  let fake: FakeNodes | undefined;
+  const processes: ServiceProcess[] = [];
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+  try {
+    log(`pier bench — at scale: ${services} services and ${databases} databases over ${vpcCount} VPCs, on kubernetes with kwok's fake nodes`);
+    testDb = await createTestDatabase(infra.postgresAdminUrl);
+    // Capacity for every pod's requests (svc.nano: 0.25 CPU, 256 MiB), with room to spare.
+    fake = await startFakeNodes(kube, {
+      root,
+      count: int('PIER_BENCH_SCALE_FAKE_NODES', 4),
+      capacity: { cpu: '10k', memory: '16Ti', pods: '110000' },
+      log,
+    });
+
+    const keys = await generateIdentityKeys();
+    const [computePort, databasesPort] = [await freePort(), await freePort()];
+    // What the services logged (warnings and worse): the first lines and the last, and how many.
+    const warnings = { first: [] as string[], last: [] as string[], count: 0 };
+    const onLine = (service: string, line: string) => {
+      const entry = `[${service}] ${line.slice(0, 300)}`;
+      warnings.count++;
+      if (warnings.first.length < 10) warnings.first.push(entry);
+      else warnings.last = [...warnings.last.slice(-9), entry];
+    };
+    const common = {
+      ...process.env,
+      PIER_LOG_LEVEL: 'warn',
+      PIER_BIND_HOST: '127.0.0.1',
+      PIER_NATS_URL: infra.natsUrl,
+      PIER_IDENTITY_PUBLIC_KEY: keys.publicJwk,
+      PIER_CLUSTER: 'kubernetes',
+      PIER_KUBECONFIG: kube.kubeconfig,
+    };
+    const compute = new ServiceProcess(
+      'compute',
+      path.join('services', 'compute', 'src', 'main.ts'),
+      {
+        ...common,
+        PIER_DATABASE_URL: testDb.urls.compute,
+        PIER_COMPUTE_HTTP_PORT: String(computePort),
+        PIER_COMPUTE_LOG_SCAN_MS: String(86_400_000),
+        PIER_COMPUTE_SWEEP_INTERVAL_SECONDS: String(86_400),
+        PIER_EDGE_INGRESS_CLASS: 'pier-bench-none',
+      },
+      `http://127.0.0.1:${computePort}/healthz`,
+      { onLine },
+    );
+    const databasesService = new ServiceProcess(
+      'databases',
+      path.join('services', 'databases', 'src', 'main.ts'),
+      {
+        ...common,
+        PIER_DATABASE_URL: testDb.urls.databases,
+        PIER_DATABASES_HTTP_PORT: String(databasesPort),
+        PIER_DATABASES_KUBERNETES_OPERATOR: 'none',
+        PIER_DATABASES_KUBERNETES_EXTERNAL_SERVICE: 'NodePort',
+        PIER_DATABASES_STORAGE_CLASS: KWOK_STORAGE_CLASS,
+      },
+      `http://127.0.0.1:${databasesPort}/healthz`,
+      { onLine },
+    );
+    for (const p of [compute, databasesService]) {
+      processes.push(p);
+      p.start(root);
+      await p.waitHealthy(90_000);
+    }
+    vpcs = await makeVpcs(keys.privateJwk, vpcCount);
+    const memory = (made: number, dbs: number) => memoryLine({ compute: compute.pid!, databases: databasesService.pid! }, made, dbs);
+    log(await memory(0, 0));
+
+    // ---- create, in stages ending at each memory checkpoint ----
+    let made = { service: 0, database: 0 };
+    const t0 = performance.now();
+    let creating = 0;
+    const database = new URL(testDb.adminUrl).pathname.slice(1);
+    const cpu = () => cpuNow({ compute: compute.pid, databases: databasesService.pid, kwok: fake!.pid }, kube.kubeconfig, database);
+    const cpuBefore = await cpu();
+    for (const target of [...new Set([1000, services].filter((n) => n <= services))]) {
+      const dbTarget = Math.round((target * databases) / Math.max(1, services));
+      const items: Creation[] = [];
+      for (let i = made.service; i < target; i++) items.push({ kind: 'service', index: i });
+      for (let i = made.database; i < dbTarget; i++) items.push({ kind: 'database', index: i });
+      // Databases in step with services, not all at the end.
+      items.sort((a, b) => a.index / (a.kind === 'service' ? services : databases) - b.index / (b.kind === 'service' ? services : databases));
+      const c0 = performance.now();
+      await createAll(items, {
+        vpcs,
+        computePort,
+        databasesPort,
+        concurrency,
+        image: IMAGE,
+        done: (c) => {
+          made = { ...made, [c.kind]: made[c.kind] + 1 };
+          if (c.kind === 'service' && made.service % 1000 === 0) {
+            const s = (performance.now() - t0) / 1000;
+            log(`  ${made.service} services, ${made.database} databases created in ${s.toFixed(1)} s (${(made.service / s).toFixed(1)} services/s)`);
+          }
+        },
+      });
+      creating += performance.now() - c0;
+      const settle = await settled(agent, vpcs, computePort, databasesPort, target);
+      log(
+        `  after ${((performance.now() - t0) / 1000).toFixed(0)} s: services ${settle.services}; databases ${settle.databases}${settle.message ? ` (one says: ${settle.message})` : ''}`,
+      );
+      log(await memory(made.service, made.database));
+    }
+    log(
+      `scale: created ${made.service} services and ${made.database} databases in ${(creating / 1000).toFixed(0)} s (${((1000 * (made.service + made.database)) / creating).toFixed(1)} creates/s with ${concurrency} in flight)`,
+    );
+    log(`  CPU used since the first create (creates, settling, reads): ${cpuBetween(cpuBefore, await cpu())}`);
+    const computeMb = await residentMb(compute.pid!);
+    if (computeMb) log(`  compute at ${made.service} services: ${computeMb.now} MB  (goal ≤ 300 MB: ${computeMb.now <= 300 ? 'met' : 'MISSED'})`);
+
+    log(`  compute's cluster time so far: ${await clusterTime(computePort)}`);
+    log(`  databases' cluster time so far: ${await clusterTime(databasesPort)}`);
+
+    // ---- a page of 200 with live status, in the big VPC ----
+    const big = vpcs[0]!;
+    const ns = vpcNamespace(big.vpcId);
+    const q = (selector: string) => `labelSelector=${encodeURIComponent(selector)}`;
+    for (const [what, port, listPath, count, apiPaths] of [
+      ['services', computePort, servicesPath(big), services, [`/api/v1/namespaces/${ns}/pods?${q(POD_SELECTOR)}`]],
+      [
+        'databases',
+        databasesPort,
+        databasesPath(big),
+        databases,
+        [`/apis/apps/v1/namespaces/${ns}/statefulsets?${q(DATABASE_SELECTOR)}`, `/api/v1/namespaces/${ns}/pods?${q(DATABASE_SELECTOR)}`],
+      ],
+    ] as const) {
+      const url = `${listPath}?limit=${PAGE}`;
+      const observesBefore = what === 'databases' ? await callsOf(databasesPort, 'cluster.observe') : 0;
+      for (let i = 0; i < 10; i++) await call(agent, port, big, 'GET', url);
+      const ms: number[] = [];
+      const calls = new Set<number>();
+      let size = 0;
+      for (let i = 0; i < lists; i++) {
+        const r = await call(agent, port, big, 'GET', url);
+        if (r.status !== 200) throw new Error(`list ${what}: ${r.status} ${JSON.stringify(r.body)}`);
+        ms.push(r.ms);
+        calls.add(r.clusterCalls);
+        size = r.body.items.length;
+      }
+      ms.sort((a, b) => a - b);
+      // Databases report no call count per response: their adapter's observe calls, from /metrics.
+      const callsText =
+        what === 'services'
+          ? `${[...calls].join(', ')} cluster calls per list`
+          : `${(((await callsOf(databasesPort, 'cluster.observe')) - observesBefore) / (lists + 10)).toFixed(2)} observe per list, 2 cluster calls each (StatefulSets and Pods of the VPC); the reconciler's observes of databases being created included`;
+      const p50 = percentile(ms, 0.5);
+      log(
+        `scale: list ${size} of ${count} ${what} p50 ${p50.toFixed(1)} ms p95 ${percentile(ms, 0.95).toFixed(1)} ms (${callsText})  (goal ≤ 50 ms: ${p50 <= 50 ? 'met' : 'MISSED'})`,
+      );
+      // The same cluster reads on their own, raw JSON straight from the API server: what is Pier's and what the cluster's.
+      const raw: number[] = [];
+      for (let i = 0; i < 30; i++) {
+        const r0 = performance.now();
+        for (const apiPath of apiPaths) await kube.request('GET', apiPath);
+        raw.push(performance.now() - r0);
+      }
+      raw.sort((a, b) => a - b);
+      log(`  of which the API server's ${apiPaths.length > 1 ? 'lists' : 'list'} of the VPC alone (raw JSON): p50 ${percentile(raw, 0.5).toFixed(1)} ms`);
+    }
+
+    // ---- compute's reconcile pass and sweep ----
+    const timings = await timeComputeReconciler(testDb.urls.compute, kube.kubeconfig, 5);
+    const passMs = [...timings.passes.map((p) => p.ms)].sort((a, b) => a - b);
+    const pass = percentile(passMs, 0.5);
+    const p = timings.passes[timings.passes.length - 1]!;
+    const w = timings.withSweep;
+    const sweep = w.ms - pass;
+    log(
+      `scale: reconcile pass ${pass.toFixed(0)} ms, sweep ${sweep.toFixed(0)} ms at ${services} services  (goal ≤ 1 s each: pass ${pass <= 1000 ? 'met' : 'MISSED'}, sweep ${sweep <= 1000 ? 'met' : 'MISSED'})`,
+    );
+    log(
+      `  a pass: ${p.statements} statements, ${p.clusterCalls} cluster calls; the pass with the sweep: ${w.ms.toFixed(0)} ms, ${w.statements} statements, ${w.clusterCalls} cluster calls (${vpcCount} VPCs)`,
+    );
+
+    // ---- a pod killed ----
+    for (const line of await killedPod({ kube, agent, computePort, natsUrl: infra.natsUrl, vpcs })) log(line);
+
+    // ---- what the parked log collector would list every scan ----
+    const l0 = performance.now();
+    const pods = await kube.request('GET', `/api/v1/pods?labelSelector=${encodeURIComponent(POD_SELECTOR)}`);
+    const bytes = Buffer.byteLength(JSON.stringify(pods.body));
+    log(
+      `scale: log collector's scan (parked in this run; every 5 s by default): its list of every service pod: ${pods.body.items.length} pods, ${(bytes / 2 ** 20).toFixed(1)} MB, ${(performance.now() - l0).toFixed(0)} ms`,
+    );
+    if (warnings.count)
+      log(`  the services logged ${warnings.count} lines at warn or above; the first and last:\n    ${[...warnings.first, ...warnings.last].join('\n    ')}`);
+    log(`  kwok's log: ${fake.logFile}`);
+  } finally {
+    const t = performance.now();
+    agent.destroy();
+    // The services first (nothing recreates what goes), then the VPCs' namespaces, while kwok still finishes their pods.
+    for (const p of processes.reverse()) await p.stop();
+    for (const v of vpcs) await kube.deleteNamespace(vpcNamespace(v.vpcId)).catch(() => undefined);
+    if (fake) {
+      await podsGone(kube, fake.names, 300_000).catch((err: unknown) => log(`  clean-up: ${String(err)}`));
+      await fake.stop().catch((err: unknown) => log(`  clean-up of kwok: ${String(err)}`));
+    }
+    await testDb?.drop().catch(() => undefined);
+    log(`  cleaned up in ${((performance.now() - t) / 1000).toFixed(0)} s; the whole run took ${((performance.now() - started) / 60_000).toFixed(1)} min`);
+    if (!opts.infra) await infra.stop();
+  }
+}
+
+/** Statuses a service rests in: its rollout is over, one way or the other. */
+const SETTLED = new Set(['running', 'crashed', 'scaled']);
+
+/**
+ * Waits (at most 10 minutes) until all `target` services have settled, then tallies both
+ * kinds (non-running ones with their first message). Reading them is what `pier` would do.
+ */
+async function settled(agent: http.Agent, vpcs: Vpc[], computePort: number, databasesPort: number, target: number) {
+  const deadline = Date.now() + 600_000;
+  for (;;) {
+    const items: { status: string; status_message?: string }[] = [];
+    for (const v of vpcs) items.push(...(await listAll(agent, computePort, v, servicesPath(v))));
+    if ((items.length >= target && items.every((s) => SETTLED.has(s.status))) || Date.now() > deadline) {
+      const dbs: { status: string; status_reason?: string }[] = [];
+      for (const v of vpcs) dbs.push(...(await listAll(agent, databasesPort, v, databasesPath(v))));
+      const odd = [...items.map((s) => s.status_message), ...dbs.map((d) => d.status_reason)].find((m) => m);
+      return {
+        services: tally(items.map((s) => s.status)),
+        databases: tally(dbs.map((d) => d.status)) || 'none',
+        message: odd ?? null,
+      };
+    }
+    await new Promise((r) => setTimeout(r, 10_000));
+  }
+}
+
+/** Until no pod is left on kwok's nodes (kwok finishes the deleted namespaces' pods). */
+async function podsGone(kube: RealKubernetes, nodes: string[], ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    let left = 0;
+    for (const n of nodes) left += (await kube.request('GET', `/api/v1/pods?limit=1&fieldSelector=spec.nodeName%3D${n}`)).body.items?.length ?? 0;
+    if (left === 0) return;
+    if (Date.now() > deadline) throw new Error(`pods still on kwok's nodes after ${ms / 1000} s`);
+    await new Promise((r) => setTimeout(r, 2000));
+  }
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  benchScale().then(
+    () => process.exit(0),
+    (err: unknown) => {
+      console.error(`scale bench failed: ${(err as Error).stack ?? err}`);
+      process.exit(1);
+    },
+  );
+}
