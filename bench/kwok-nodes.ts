@@ -66,14 +66,18 @@ export async function startFakeNodes(
   const cordoned: string[] = [];
   let createdClass = false;
   const stop = async () => {
-    for (const n of cordoned) await kube.request('PATCH', `/api/v1/nodes/${n}`, { spec: { unschedulable: null } }, 'application/merge-patch+json');
-    for (const n of names) await kube.request('DELETE', `/api/v1/nodes/${n}`);
-    // Volumes kwok made for claims of its class (records only): those it had not removed yet.
-    for (const pv of await kube.list('/api/v1/persistentvolumes'))
-      if (pv.spec?.storageClassName === KWOK_STORAGE_CLASS) await kube.request('DELETE', `/api/v1/persistentvolumes/${pv.metadata.name}`);
-    if (createdClass) await kube.request('DELETE', `/apis/storage.k8s.io/v1/storageclasses/${KWOK_STORAGE_CLASS}`);
-    kwok.kill('SIGTERM');
-    process.removeListener('exit', kill);
+    try {
+      // The real node first: whatever fails after, the shared cluster schedules again.
+      for (const n of cordoned) await kube.request('PATCH', `/api/v1/nodes/${n}`, { spec: { unschedulable: null } }, 'application/merge-patch+json');
+      for (const n of names) await kube.request('DELETE', `/api/v1/nodes/${n}`);
+      // Volumes kwok made for claims of its class (records only): those it had not removed yet.
+      for (const pv of await kube.list('/api/v1/persistentvolumes'))
+        if (pv.spec?.storageClassName === KWOK_STORAGE_CLASS) await kube.request('DELETE', `/api/v1/persistentvolumes/${pv.metadata.name}`);
+      if (createdClass) await kube.request('DELETE', `/apis/storage.k8s.io/v1/storageclasses/${KWOK_STORAGE_CLASS}`);
+    } finally {
+      kwok.kill('SIGTERM');
+      process.removeListener('exit', kill);
+    }
   };
   try {
     const sc = await kube.request('POST', '/apis/storage.k8s.io/v1/storageclasses', {

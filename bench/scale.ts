@@ -9,7 +9,8 @@
  * and databases, many at a time, spread over the VPCs with a full page of 200 of each in
  * one of them, and prints, on lines starting `scale:`:
  *   - resident memory of compute, databases and PostgreSQL at 0, 1,000 and all services
- *     (databases created in step, in proportion);
+ *     (databases created in step, in proportion), the create rate, and the CPU each process
+ *     (the cluster's own included) used meanwhile;
  *   - a page of 200 listed with live status, one request at a time: p50, p95, cluster calls;
  *   - compute's reconcile pass and sweep (bench/scale-reconcile.ts), with their statements and calls;
  *   - a pod killed: when a read of its service shows it, and whether an event says so;
@@ -24,6 +25,7 @@
  *     to race the sweep timed here;
  *   - databases use StorageClass kwok-volume (claims bound by kwok, no disk), built in (no operator).
  *
+ * A run stopped by SIGINT or SIGTERM still cleans up: the real node uncordoned first.
  * `benchScale()` is section `scale` of `pnpm bench`, never run by default:
  *   deploy/kube/cluster.sh start --user $$ && PIER_BENCH_ONLY=scale pnpm bench
  * Env: PIER_BENCH_SCALE_SERVICES (10000), PIER_BENCH_SCALE_DATABASES (2000),
@@ -76,6 +78,30 @@ export async function benchScale(opts: { infra?: Infra; log?: (line: string) => 
   let fake: FakeNodes | undefined;
   const processes: ServiceProcess[] = [];
   const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+  let cleaning: Promise<void> | undefined;
+  // Once, from the end of the run or from a signal: a run stopped half way must not leave
+  // the shared cluster's node cordoned, nor its processes (their own process groups) running.
+  const cleanUp = () =>
+    (cleaning ??= (async () => {
+      const t = performance.now();
+      agent.destroy();
+      // The services first (nothing recreates what goes), then the VPCs' namespaces, while kwok still finishes their pods.
+      for (const p of [...processes].reverse()) await p.stop();
+      for (const v of vpcs) await kube.deleteNamespace(vpcNamespace(v.vpcId)).catch(() => undefined);
+      if (fake) {
+        await podsGone(kube, fake.names, 300_000).catch((err: unknown) => log(`  clean-up: ${String(err)}`));
+        await fake.stop().catch((err: unknown) => log(`  clean-up of kwok: ${String(err)}`));
+      }
+      await testDb?.drop().catch(() => undefined);
+      log(`  cleaned up in ${((performance.now() - t) / 1000).toFixed(0)} s; the whole run took ${((performance.now() - started) / 60_000).toFixed(1)} min`);
+      if (!opts.infra) await infra.stop();
+    })());
+  const interrupted = (signal: NodeJS.Signals) => {
+    log(`  ${signal}: cleaning up before leaving`);
+    void cleanUp().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
   try {
     log(`pier bench — at scale: ${services} services and ${databases} databases over ${vpcCount} VPCs, on kubernetes with kwok's fake nodes`);
     testDb = await createTestDatabase(infra.postgresAdminUrl);
@@ -265,18 +291,9 @@ export async function benchScale(opts: { infra?: Infra; log?: (line: string) => 
       log(`  the services logged ${warnings.count} lines at warn or above; the first and last:\n    ${[...warnings.first, ...warnings.last].join('\n    ')}`);
     log(`  kwok's log: ${fake.logFile}`);
   } finally {
-    const t = performance.now();
-    agent.destroy();
-    // The services first (nothing recreates what goes), then the VPCs' namespaces, while kwok still finishes their pods.
-    for (const p of processes.reverse()) await p.stop();
-    for (const v of vpcs) await kube.deleteNamespace(vpcNamespace(v.vpcId)).catch(() => undefined);
-    if (fake) {
-      await podsGone(kube, fake.names, 300_000).catch((err: unknown) => log(`  clean-up: ${String(err)}`));
-      await fake.stop().catch((err: unknown) => log(`  clean-up of kwok: ${String(err)}`));
-    }
-    await testDb?.drop().catch(() => undefined);
-    log(`  cleaned up in ${((performance.now() - t) / 1000).toFixed(0)} s; the whole run took ${((performance.now() - started) / 60_000).toFixed(1)} min`);
-    if (!opts.infra) await infra.stop();
+    await cleanUp();
+    process.removeListener('SIGINT', interrupted);
+    process.removeListener('SIGTERM', interrupted);
   }
 }
 

@@ -287,7 +287,13 @@ describe('databases run by Pier itself on a real cluster (no operator)', () => {
       expect(seen).toEqual({ phase: 'ready' });
       const target = await adapter.sqlTarget(copy);
       const there = `postgresql://${target.app.user}:${target.app.password}@${target.host}:${target.port}/${target.database}`;
-      expect((await psql(there, 'select v from t order by v')).stdout.trim().split('\n')).toEqual(['one', 'two']);
+      // Ready, and its Service's endpoints may still be catching up (a refused connection): as rows() above.
+      const read = await until(
+        () => psql(there, 'select v from t order by v'),
+        (r) => r.code === 0,
+        15_000,
+      );
+      expect(read.stdout.trim().split('\n')).toEqual(['one', 'two']);
       await adapter.delete(copy);
     } finally {
       await k.deleteNamespace(vpcNamespace(otherVpc));
@@ -357,8 +363,12 @@ describe('databases run by Pier itself on a real cluster (no operator)', () => {
     // The volumes go once their pods have stopped (the claims' protection finalizer).
     const claims = () => k.get(`/api/v1/namespaces/${vpcNamespace(h.vpcId)}/persistentvolumeclaims`).then((l) => l.items as unknown[]);
     expect(await until(claims, (items) => items.length === 0, 120_000)).toEqual([]);
-    const objects = await Promise.all(['services', 'secrets', 'pods'].map((kind) => k.get(`/api/v1/namespaces/${vpcNamespace(h.vpcId)}/${kind}`)));
-    expect(objects.flatMap((l) => (l.items as { metadata: { name: string } }[]).map((o) => o.metadata.name)).filter((n) => n.startsWith('db-'))).toEqual([]);
+    // Pods go after their grace period (a pooler's may still be terminating): what is left, until nothing is.
+    const left = async () => {
+      const objects = await Promise.all(['services', 'secrets', 'pods'].map((kind) => k.get(`/api/v1/namespaces/${vpcNamespace(h.vpcId)}/${kind}`)));
+      return objects.flatMap((l) => (l.items as { metadata: { name: string } }[]).map((o) => o.metadata.name)).filter((n) => n.startsWith('db-'));
+    };
+    expect(await until(left, (names) => names.length === 0, 120_000)).toEqual([]);
     expect((await s3.objects.list('')).length).toBeGreaterThan(0);
   }, 300_000);
 });
