@@ -23,6 +23,11 @@ export interface FakeNodes {
   pid: number | undefined;
   /** kwok's own log, for when pods do not come up. */
   logFile: string;
+  /**
+   * Uncordons the real nodes: the first thing a clean-up does, as the cluster may be shared
+   * (whoever creates a pod meanwhile gets a fake node). Stop does it too.
+   */
+  uncordon(): Promise<void>;
   /** Uncordons the real nodes, deletes the fake ones (the pod GC removes pods left on them) and their volumes, and stops kwok. */
   stop(): Promise<void>;
 }
@@ -64,11 +69,17 @@ export async function startFakeNodes(
   process.once('exit', kill);
   const names = Array.from({ length: opts.count }, (_, i) => `pier-bench-kwok-${i}`);
   const cordoned: string[] = [];
+  const uncordon = async () => {
+    while (cordoned.length) {
+      await kube.request('PATCH', `/api/v1/nodes/${cordoned[0]}`, { spec: { unschedulable: null } }, 'application/merge-patch+json');
+      cordoned.shift();
+    }
+  };
   let createdClass = false;
   const stop = async () => {
     try {
       // The real node first: whatever fails after, the shared cluster schedules again.
-      for (const n of cordoned) await kube.request('PATCH', `/api/v1/nodes/${n}`, { spec: { unschedulable: null } }, 'application/merge-patch+json');
+      await uncordon();
       for (const n of names) await kube.request('DELETE', `/api/v1/nodes/${n}`);
       // Volumes kwok made for claims of its class (records only): those it had not removed yet.
       for (const pv of await kube.list('/api/v1/persistentvolumes'))
@@ -115,7 +126,7 @@ export async function startFakeNodes(
     opts.log(
       `  kwok: ${names.length} fake nodes of ${opts.capacity.cpu} CPUs, ${opts.capacity.memory}, ${opts.capacity.pods} pods each; cordoned ${cordoned.join(', ') || 'no real node'}`,
     );
-    return { names, pid: kwok.pid, logFile, stop };
+    return { names, pid: kwok.pid, logFile, uncordon, stop };
   } catch (err) {
     await stop().catch(() => undefined);
     throw err;

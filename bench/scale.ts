@@ -25,7 +25,8 @@
  *     to race the sweep timed here;
  *   - databases use StorageClass kwok-volume (claims bound by kwok, no disk), built in (no operator).
  *
- * A run stopped by SIGINT or SIGTERM still cleans up: the real node uncordoned first.
+ * Run it when nobody else uses the cluster: while it runs, every pod created there, anyone's,
+ * lands on a fake node. A run stopped by SIGINT or SIGTERM still cleans up, uncordoning first.
  * `benchScale()` is section `scale` of `pnpm bench`, never run by default:
  *   deploy/kube/cluster.sh start --user $$ && PIER_BENCH_ONLY=scale pnpm bench
  * Env: PIER_BENCH_SCALE_SERVICES (10000), PIER_BENCH_SCALE_DATABASES (2000),
@@ -84,12 +85,13 @@ export async function benchScale(opts: { infra?: Infra; log?: (line: string) => 
   const cleanUp = () =>
     (cleaning ??= (async () => {
       const t = performance.now();
+      await fake?.uncordon().catch((err: unknown) => log(`  clean-up: uncordon: ${String(err)}`));
       agent.destroy();
       // The services first (nothing recreates what goes), then the VPCs' namespaces, while kwok still finishes their pods.
       for (const p of [...processes].reverse()) await p.stop();
       for (const v of vpcs) await kube.deleteNamespace(vpcNamespace(v.vpcId)).catch(() => undefined);
       if (fake) {
-        await podsGone(kube, fake.names, 300_000).catch((err: unknown) => log(`  clean-up: ${String(err)}`));
+        await podsGone(kube, fake.names, new Set(vpcs.map((v) => vpcNamespace(v.vpcId))), 300_000).catch((err: unknown) => log(`  clean-up: ${String(err)}`));
         await fake.stop().catch((err: unknown) => log(`  clean-up of kwok: ${String(err)}`));
       }
       await testDb?.drop().catch(() => undefined);
@@ -98,7 +100,10 @@ export async function benchScale(opts: { infra?: Infra; log?: (line: string) => 
     })());
   const interrupted = (signal: NodeJS.Signals) => {
     log(`  ${signal}: cleaning up before leaving`);
-    void cleanUp().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+    // The process ends here, so the caller's finally (its PostgreSQL and NATS) never runs: stopped here too.
+    void cleanUp()
+      .then(() => opts.infra?.stop())
+      .finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
   };
   process.once('SIGINT', interrupted);
   process.once('SIGTERM', interrupted);
@@ -323,14 +328,17 @@ async function settled(agent: http.Agent, vpcs: Vpc[], computePort: number, data
   }
 }
 
-/** Until no pod is left on kwok's nodes (kwok finishes the deleted namespaces' pods). */
-async function podsGone(kube: RealKubernetes, nodes: string[], ms: number): Promise<void> {
+/** Until no pod of the benchmark's namespaces is left on kwok's nodes (kwok finishes the deleted namespaces' pods). */
+async function podsGone(kube: RealKubernetes, nodes: string[], namespaces: Set<string>, ms: number): Promise<void> {
   const deadline = Date.now() + ms;
   for (;;) {
     let left = 0;
-    for (const n of nodes) left += (await kube.request('GET', `/api/v1/pods?limit=1&fieldSelector=spec.nodeName%3D${n}`)).body.items?.length ?? 0;
+    for (const n of nodes) {
+      const pods = (await kube.request('GET', `/api/v1/pods?fieldSelector=spec.nodeName%3D${n}`)).body.items ?? [];
+      left += pods.filter((p: any) => namespaces.has(p.metadata?.namespace)).length;
+    }
     if (left === 0) return;
-    if (Date.now() > deadline) throw new Error(`pods still on kwok's nodes after ${ms / 1000} s`);
+    if (Date.now() > deadline) throw new Error(`${left} pods still on kwok's nodes after ${ms / 1000} s`);
     await new Promise((r) => setTimeout(r, 2000));
   }
 }
