@@ -97,6 +97,17 @@ describe('kubernetes adapter', () => {
     expect(fake.requests.filter((r) => r.method === 'PATCH').every((r) => r.query.includes('fieldManager=pier-compute'))).toBe(true);
   });
 
+  it("applies a VPC's namespace and policies once for several services in a row, not once per service", async () => {
+    const fresh = KubernetesCluster.fromKubeconfig(kubeconfig, log);
+    const other = { workspaceId, vpcId: randomUUID() };
+    const vpcObjects = () => fake.requests.filter((r) => r.method === 'PATCH' && /\/(namespaces|networkpolicies)\/[^/]+$/.test(r.path)).length;
+    const before = vpcObjects();
+    await fresh.ensureVpc(other);
+    for (const name of ['one', 'two', 'three']) await fresh.apply(workloadSpec(other, { name, image: 'registry.example/app:v1', port: 8080 }, []));
+    expect(vpcObjects() - before).toBe(3);
+    expect(fake.get('v1', 'Namespace', undefined, vpcNamespace(other.vpcId))).toBeDefined();
+  });
+
   it('runs every kind of pod under the Pod Security Standard restricted, which the namespace enforces', async () => {
     const kinds = [
       spec({ name: 'sec-web', health_check_path: '/healthz', run_as_user: 1001 }),
@@ -378,6 +389,29 @@ describe('compute and secrets on kubernetes', () => {
     expect(fake.get('apps/v1', 'Deployment', kns, 'shop')).toBeUndefined();
     expect(fake.get('v1', 'Service', kns, 'shop')).toBeUndefined();
     expect(fake.invalid).toEqual([]);
+  });
+
+  it('sweeps away a workload no record accounts for, and rolls back none of the services that match their records', async () => {
+    const kns = vpcNamespace(c.vpcId);
+    const kept = await c.post(c.base, { name: 'kept', image: 'registry.example/kept:1' });
+    expect(kept.status).toBe(201);
+    await until(
+      () => status(kept.body.id),
+      (s) => s.status === 'running',
+    );
+    const patchesOfKept = () => fake.requests.filter((r) => r.method === 'PATCH' && r.path.endsWith('/deployments/kept')).length;
+    const before = patchesOfKept();
+    // A workload of a service this compute never made (in our VPC's namespace, with our labels).
+    await cluster.apply(workloadSpec({ workspaceId: c.workspaceId, vpcId: c.vpcId }, { name: 'stray', image: 'registry.example/stray:1' }));
+    expect(fake.get('apps/v1', 'Deployment', kns, 'stray')).toBeDefined();
+    // The sweep runs every 5 s here (support.ts).
+    await until(
+      async () => fake.get('apps/v1', 'Deployment', kns, 'stray'),
+      (d) => d === undefined,
+      20_000,
+    );
+    expect(patchesOfKept()).toBe(before);
+    expect((await status(kept.body.id)).status).toBe('running');
   });
 
   it('answers 503 and writes nothing when the API server cannot be reached', async () => {

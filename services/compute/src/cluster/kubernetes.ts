@@ -157,12 +157,17 @@ export async function kubernetesCall<T>(what: string, fn: () => Promise<T>): Pro
   }
 }
 
+/** How long a VPC's namespace and policies, once applied, count as in place for `apply`. */
+const VPC_ENSURED_MS = 30_000;
+
 export class KubernetesCluster implements ClusterPort {
   readonly kind = 'kubernetes' as const;
   private readonly objects: KubernetesObjectApi;
   private readonly version: VersionApi;
   /** API requests made so far (discovery included). */
   calls = 0;
+  /** When each VPC's namespace and policies were last applied by this instance. */
+  private readonly vpcsEnsured = new Map<string, number>();
 
   constructor(
     kc: KubeConfig,
@@ -222,12 +227,16 @@ export class KubernetesCluster implements ClusterPort {
     await this.serverSideApply(namespaceManifest(scope));
     await this.serverSideApply(networkPolicyManifest(scope));
     await this.serverSideApply(egressPolicyManifest(scope));
+    this.vpcsEnsured.set(scope.vpcId, Date.now());
   }
 
   async apply(spec: WorkloadSpec): Promise<void> {
     const problem = podSecurityProblem(spec);
     if (problem) throw new WorkloadRejectedError(problem);
-    await this.ensureVpc(spec);
+    // A create has just ensured the VPC (and a rollout of many services in one VPC would
+    // apply its three objects again for each): within VPC_ENSURED_MS it is taken as there.
+    const ensured = this.vpcsEnsured.get(spec.vpcId);
+    if (ensured === undefined || Date.now() - ensured > VPC_ENSURED_MS) await this.ensureVpc(spec);
     const { apply, remove } = desiredObjects(spec, this.autoscaling);
     for (const m of apply) await this.serverSideApply(m);
     // A service that changed type (or dropped its port, autoscaler or disk) loses those objects.

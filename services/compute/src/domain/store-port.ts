@@ -35,6 +35,8 @@ export interface ComputeStore {
   lockService(id: string): Promise<Service | undefined>;
   /** Any row by id, whatever its VPC or state (recovery's view). */
   serviceById(id: string): Promise<Service | undefined>;
+  /** The rows of these ids, whatever their VPC or state (ids with no row are left out). */
+  servicesByIds(ids: string[]): Promise<Service[]>;
   listServices(vpcId: string, page: PageRequest): Promise<Page<Service>>;
   countServices(vpcId: string): Promise<number>;
   updateService(id: string, patch: Partial<Omit<Service, 'id' | 'created_at'>>): Promise<Service>;

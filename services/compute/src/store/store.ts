@@ -73,6 +73,11 @@ export class KnexComputeStore implements ComputeStore {
     return r ? serviceRow(r) : undefined;
   }
 
+  async servicesByIds(ids: string[]): Promise<Service[]> {
+    if (ids.length === 0) return [];
+    return (await this.db('services').whereIn('id', ids)).map(serviceRow);
+  }
+
   async listServices(vpcId: string, page: PageRequest): Promise<Page<Service>> {
     const q = this.db('services').where({ vpc_id: vpcId, provisioned: true }).whereNull('deleted_at');
     return mapPage(await keysetPage<Record<string, unknown>>(q, page), serviceRow);
