@@ -414,6 +414,35 @@ describe('compute and secrets on kubernetes', () => {
     expect((await status(kept.body.id)).status).toBe('running');
   });
 
+  it('records a crash that nobody reads: the sweep moves a running service to crashed and writes its event', async () => {
+    const image = `registry.example/falls-over-${randomBytes(3).toString('hex')}:1`;
+    const created = await c.post(c.base, { name: 'unwatched', image, service_type: 'worker' });
+    expect(created.status).toBe(201);
+    await until(
+      () => status(created.body.id),
+      (s) => s.status === 'running',
+    );
+    fake.crashingImages.add(image);
+    fake.refreshPods();
+    // Read from the database only: an API read would refresh the status itself.
+    const client = new pg.Client({ connectionString: c.db.adminUrl });
+    await client.connect();
+    try {
+      const row = await until(
+        async () => (await client.query('select status from compute.services where id = $1', [created.body.id])).rows[0],
+        (r) => r.status === 'crashed',
+        20_000,
+      );
+      expect(row.status).toBe('crashed');
+      const event = await client.query("select payload from compute.outbox where kind = 'service.status_changed' and payload->>'resource_id' = $1", [
+        created.body.id,
+      ]);
+      expect(event.rows.map((r) => r.payload.data.to)).toContain('crashed');
+    } finally {
+      await client.end();
+    }
+  });
+
   it('answers 503 and writes nothing when the API server cannot be reached', async () => {
     const closed = await new FakeKubernetes().start();
     await closed.stop();

@@ -3,6 +3,7 @@
 //
 //   every pass (observe)                    statuses of rollouts in progress refreshed (their events go out
 //                                           without anyone reading); teardowns of `deleting` services finished
+//   every sweep                             statuses of resting services (running, crashed, scaled) refreshed
 //   unprovisioned service (create)          undone: workload deleted, row deleted (the client got no 201)
 //   pending deployment (rollout)            finished: applied again (apply is idempotent), then committed
 //
@@ -16,6 +17,7 @@
 import { Reconciler, pendingStep, type ReconcileTimes, type SettleEach } from '@pier/kit';
 import type { ComputeContext } from '../context.ts';
 import type { Service } from '../records.ts';
+import type { ServiceStatus } from './status.ts';
 import type { Workload } from '../cluster-port.ts';
 import { refreshStatuses } from './status-refresh.ts';
 import { teardown } from './services.ts';
@@ -23,7 +25,7 @@ import { finishPendingRollout } from './rollouts.ts';
 import { refOf, specOf } from '../context.ts';
 
 /** Statuses a service rests in: a rollout of it is not under way (its old replicas may still be leaving). */
-const SETTLED = new Set(['running', 'crashed', 'scaled']);
+const SETTLED = new Set<ServiceStatus>(['running', 'crashed', 'scaled']);
 
 export function computeReconciler(ctx: ComputeContext, times: ReconcileTimes): Reconciler {
   // Teardowns run beside the passes (one can take as long as the cluster's stop timeout);
@@ -56,9 +58,7 @@ export function computeReconciler(ctx: ComputeContext, times: ReconcileTimes): R
 async function observe(ctx: ComputeContext, tearingDown: Set<string>): Promise<void> {
   // A service never deployed has nothing in the cluster to settle.
   const rolling = (await ctx.store.servicesInStatus(['creating', 'deploying', 'restarting'])).filter((s) => s.current_deployment_id);
-  const byVpc = new Map<string, Service[]>();
-  for (const s of rolling) (byVpc.get(s.vpc_id) ?? byVpc.set(s.vpc_id, []).get(s.vpc_id)!).push(s);
-  for (const [vpcId, services] of byVpc) {
+  for (const [vpcId, services] of byVpc(rolling)) {
     await refreshStatuses(ctx, { workspaceId: services[0]!.workspace_id, vpcId }, services);
   }
   for (const s of await ctx.store.servicesInStatus(['deleting'])) {
@@ -78,10 +78,21 @@ async function undoCreate(ctx: ComputeContext, s: Service): Promise<void> {
   ctx.log.info({ service: s.id }, 'removed a service whose create never finished');
 }
 
-/** Makes each VPC's workloads match the records (see the top of this file). */
+function byVpc(services: Service[]): Map<string, Service[]> {
+  const groups = new Map<string, Service[]>();
+  for (const s of services) (groups.get(s.vpc_id) ?? groups.set(s.vpc_id, []).get(s.vpc_id)!).push(s);
+  return groups;
+}
+
+/** Makes each VPC's workloads match the records, and its resting services' statuses the cluster's (see the top of this file). */
 async function sweep(ctx: ComputeContext, each: SettleEach): Promise<number> {
   let settled = 0;
+  const resting = byVpc((await ctx.store.servicesInStatus([...SETTLED])).filter((s) => s.current_deployment_id));
   for (const scope of await ctx.store.serviceVpcs()) {
+    // A replica that crashed, or came back, with nobody reading the service: its status
+    // and event go out now rather than at the next read (one observation per VPC).
+    const services = resting.get(scope.vpcId);
+    if (services) await refreshStatuses(ctx, scope, services);
     const workloads = await ctx.cluster.workloads(scope);
     // One read of the VPC's records; only a workload that looks out of step with its record
     // is settled, under its lock and with its record read again (a per-workload lock and
