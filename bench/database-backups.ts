@@ -102,7 +102,8 @@ export async function benchBackups(opts: { infra?: Infra; log?: (line: string) =
   }
   async function provision(name: string, engine: string): Promise<{ id: string; conn: any }> {
     const res = await api('POST', '', { name, engine, instance_type: 'svc.large', storage_gb: 20 });
-    await runningFrom(res, performance.now(), `provision ${engine}`);
+    const ms = await runningFrom(res, performance.now(), `provision ${engine}`);
+    log(`  ${engine} provisioned (svc.large, 20 GB) → running: ${seconds(ms)}`);
     return { id: res.body.id, conn: (await api('GET', `/${res.body.id}/connection`)).body };
   }
   /**
@@ -179,10 +180,12 @@ export async function benchBackups(opts: { infra?: Infra; log?: (line: string) =
       ...Array.from({ length: mysqlDoublings }, () => 'insert into t (pad) select pad from t'),
     ].join('; ');
     // kube-proxy opens a new NodePort within moments: a refused first connection is retried.
-    let loaded = await mysqlCli(myUrl, fill);
+    // (About a minute on 2 busy cores: the client's usual 60 s would cut it.)
+    const load = () => mysqlCli(myUrl, fill, undefined, 600_000);
+    let loaded = await load();
     for (let i = 0; kubernetes && i < 20 && /Can't connect/.test(loaded.stderr); i++) {
       await new Promise((r) => setTimeout(r, 500));
-      loaded = await mysqlCli(myUrl, fill);
+      loaded = await load();
     }
     if (loaded.code !== 0) throw new Error(`mysql load: ${loaded.stderr}`);
     const mySize = await mysqlCli(myUrl, "select data_length + index_length from information_schema.tables where table_name = 't'");

@@ -24,21 +24,26 @@ export function psql(conninfo: string, sql: string): Promise<Run> {
   return run('psql', ['-X', '-q', '-tA', '-v', 'ON_ERROR_STOP=1', '-d', conninfo, '-c', sql], { PGCONNECT_TIMEOUT: '10' });
 }
 
-/** The real mysql client (MariaDB's), from the parts of a mysql:// URL. */
-export function mysqlCli(url: string, sql: string, hostOverride?: string): Promise<Run> {
+/** The real mysql client (MariaDB's), from the parts of a mysql:// URL (killed after `timeoutMs`). */
+export function mysqlCli(url: string, sql: string, hostOverride?: string, timeoutMs?: number): Promise<Run> {
   const u = new URL(url);
-  return run('mysql', [
-    `--host=${hostOverride ?? u.hostname}`,
-    `--port=${u.port}`,
-    `--user=${decodeURIComponent(u.username)}`,
-    `--password=${decodeURIComponent(u.password)}`,
-    '--connect-timeout=10',
-    '--batch',
-    '--skip-column-names',
-    u.pathname.slice(1),
-    '-e',
-    sql,
-  ]);
+  return run(
+    'mysql',
+    [
+      `--host=${hostOverride ?? u.hostname}`,
+      `--port=${u.port}`,
+      `--user=${decodeURIComponent(u.username)}`,
+      `--password=${decodeURIComponent(u.password)}`,
+      '--connect-timeout=10',
+      '--batch',
+      '--skip-column-names',
+      u.pathname.slice(1),
+      '-e',
+      sql,
+    ],
+    {},
+    timeoutMs,
+  );
 }
 
 /** Labels of this test run as `docker run --label` values (./pier test removes what carries its run id). */
