@@ -407,7 +407,31 @@ iptables: {localhostNodePorts: false}
 YAML
   launch kube-proxy nice -n 5 "$bin/kube-proxy" --config="$STATE_DIR/kube-proxy.yaml"
   wait_for kube-proxy 60 curl -sf "http://127.0.0.1:$PROXY_HEALTHZ_PORT/healthz"
+  service_ips_stay_here
   log "kube-proxy ready ($(since "$t")s)"
+}
+
+# A connection to a Service IP that kube-proxy has no rule for (a Service gone, or one of
+# its syncs not done yet on a busy machine) would follow the default route off the machine:
+# here an egress proxy answered such requests with a bodiless 404 (`server: keryx`), which
+# the rolling upgrade's load saw as the API's. Refused here instead (a reset: clients retry
+# a refused connection). These run after kube-proxy's DNAT, so a Service it routes has its
+# endpoint's address by then and never matches.
+service_ips_stay_here() {
+  local chain
+  for chain in OUTPUT FORWARD; do
+    iptables -C "$chain" -d "$SERVICE_CIDR" -p tcp -j REJECT --reject-with tcp-reset 2>/dev/null ||
+      iptables -I "$chain" -d "$SERVICE_CIDR" -p tcp -j REJECT --reject-with tcp-reset
+    iptables -C "$chain" -d "$SERVICE_CIDR" -j REJECT 2>/dev/null || iptables -I "$chain" 2 -d "$SERVICE_CIDR" -j REJECT
+  done
+}
+
+service_ips_released() {
+  local chain
+  for chain in OUTPUT FORWARD; do
+    iptables -D "$chain" -d "$SERVICE_CIDR" -p tcp -j REJECT --reject-with tcp-reset 2>/dev/null || true
+    iptables -D "$chain" -d "$SERVICE_CIDR" -j REJECT 2>/dev/null || true
+  done
 }
 
 # A Service in kube-system without a selector whose one endpoint is this host: how pods and
@@ -766,6 +790,7 @@ cmd_stop() {
   stop_one metrics-server
   stop_one coredns
   stop_one kube-proxy
+  service_ips_released
   # Its iptables chains (KUBE-SERVICES, KUBE-FORWARD, ...) outlive it: removed here.
   if [[ -x $bin/kube-proxy ]] && command -v iptables >/dev/null; then
     timeout 60 "$bin/kube-proxy" --cleanup >/dev/null 2>&1 || true
