@@ -1,0 +1,135 @@
+import { useState } from 'preact/hooks';
+import { unwrap } from '../api.ts';
+import { useMutation, useQuery } from '../data.ts';
+import { useSession } from '../session.ts';
+import { ErrorNote, Loading, StatusBadge, when } from '../ui.tsx';
+import { SERVICES_POLL_MS } from './services.tsx';
+
+const LOG_POLL_MS = 2000;
+
+export function ServicePage({ id }: { id: string }) {
+  const { client, workspaceId, vpcId, canWrite } = useSession();
+  const path = { workspaceID: workspaceId, vpcID: vpcId, serviceID: id };
+  const service = useQuery(
+    `service:${workspaceId}:${vpcId}:${id}`,
+    () => unwrap(client.GET('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}', { params: { path } })),
+    SERVICES_POLL_MS,
+  );
+  const s = service.data;
+  return (
+    <section aria-labelledby="service-title">
+      <p>
+        <a href="/services">← Services</a>
+      </p>
+      <h1 id="service-title">{s?.name ?? 'Service'}</h1>
+      <ErrorNote error={service.error} />
+      {!s ? (
+        service.loading && <Loading what="the service" />
+      ) : (
+        <>
+          <dl class="facts">
+            <dt>Status</dt>
+            <dd>
+              <StatusBadge status={s.status} />
+              {s.status_message ? <span class="muted"> {s.status_message}</span> : null}
+            </dd>
+            <dt>Replicas</dt>
+            <dd>
+              {s.replicas.ready} / {s.replicas.desired} ready
+            </dd>
+            <dt>Image</dt>
+            <dd class="wrap">{s.image ?? '—'}</dd>
+            <dt>Type</dt>
+            <dd>
+              {s.service_type}, {s.instance_type} ({s.resources.cpu} CPU, {s.resources.memory_mib} MiB), {s.deployment_mode}
+            </dd>
+            <dt>URL</dt>
+            <dd class="wrap">{s.url ? <a href={s.url}>{s.url}</a> : '—'}</dd>
+            <dt>Updated</dt>
+            <dd>{when(s.updated_at)}</dd>
+          </dl>
+          {canWrite && <Actions path={path} image={s.image} />}
+          <Logs path={path} />
+        </>
+      )}
+    </section>
+  );
+}
+
+type ServicePath = { workspaceID: string; vpcID: string; serviceID: string };
+
+function Actions({ path, image }: { path: ServicePath; image: string | null }) {
+  const { client } = useSession();
+  const [tag, setTag] = useState('');
+  const [done, setDone] = useState('');
+  const deploy = useMutation((image_tag: string) =>
+    unwrap(client.POST('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/deploy', { params: { path }, body: { image_tag } })),
+  );
+  const restart = useMutation(() => unwrap(client.POST('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/restart', { params: { path } })));
+  return (
+    <div class="panel">
+      <h2>Actions</h2>
+      <form
+        class="inline"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          setDone('');
+          if (await deploy.run(tag.trim())) setDone(`Deploying ${tag.trim()}: the status above follows it.`);
+        }}
+      >
+        <label>
+          Image tag to deploy
+          <input value={tag} placeholder={image?.split(':').pop() ?? 'latest'} required onInput={(e) => setTag(e.currentTarget.value)} />
+        </label>
+        <button type="submit" class="primary" disabled={deploy.pending || !tag.trim()}>
+          {deploy.pending ? 'Deploying…' : 'Deploy'}
+        </button>
+        <button
+          type="button"
+          disabled={restart.pending}
+          onClick={async () => {
+            setDone('');
+            if (await restart.run()) setDone('Restarting: the status above follows it.');
+          }}
+        >
+          {restart.pending ? 'Restarting…' : 'Restart'}
+        </button>
+      </form>
+      <ErrorNote error={deploy.error ?? restart.error} />
+      {done && (
+        <p class="note" role="status">
+          {done}
+        </p>
+      )}
+    </div>
+  );
+}
+
+function Logs({ path }: { path: ServicePath }) {
+  const { client } = useSession();
+  const [follow, setFollow] = useState(true);
+  const logs = useQuery(
+    `logs:${path.serviceID}`,
+    () => unwrap(client.GET('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/logs', { params: { path, query: { limit: 200 } } })),
+    follow ? LOG_POLL_MS : 0,
+  );
+  const lines = logs.data?.items ?? [];
+  return (
+    <div class="panel">
+      <div class="panel-head">
+        <h2>Logs</h2>
+        <label class="check">
+          <input type="checkbox" checked={follow} onChange={(e) => setFollow(e.currentTarget.checked)} /> Follow (reads new lines every {LOG_POLL_MS / 1000} s)
+        </label>
+      </div>
+      <ErrorNote error={logs.error} />
+      {lines.length === 0 ? (
+        <p class="muted">{logs.loading ? 'Loading logs…' : 'No log lines yet.'}</p>
+      ) : (
+        <pre class="logs" tabIndex={0} aria-label="Log lines">
+          {lines.map((l) => `${l.timestamp} ${l.replica} ${l.message}`).join('\n')}
+        </pre>
+      )}
+    </div>
+  );
+}
