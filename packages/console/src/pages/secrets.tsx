@@ -116,7 +116,8 @@ function CreateSecret() {
           name="secret-name"
           required
           value={name}
-          pattern="[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+          pattern="[a-z0-9]([a-z0-9\-]*[a-z0-9])?"
+          title="Lowercase letters, digits and hyphens; starts and ends with a letter or digit"
           maxLength={63}
           onInput={(e) => setName(e.currentTarget.value)}
         />
