@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { unwrap } from '../api.ts';
 import { useMutation, useQuery } from '../data.ts';
 import { useSession } from '../session.ts';
-import { ConfirmDialog, CopyButton, ErrorNote, Loading, when } from '../ui.tsx';
+import { CopyButton, ErrorNote, ListTable, useConfirmedRemoval, when } from '../ui.tsx';
 
 export function ApiKeysPage() {
   const { client, workspaceId, canWrite } = useSession();
@@ -10,78 +10,36 @@ export function ApiKeysPage() {
   const keys = useQuery(`keys:${workspaceId}`, () =>
     unwrap(client.GET('/api/v1/workspaces/{workspaceID}/api-keys', { params: { path, query: { limit: 200 } } })),
   );
-  const [revoking, setRevoking] = useState<{ id: string; name: string } | null>(null);
-  const revoke = useMutation((keyID: string) =>
-    unwrap(client.DELETE('/api/v1/workspaces/{workspaceID}/api-keys/{keyID}', { params: { path: { ...path, keyID } } })),
-  );
-  const items = keys.data?.items ?? [];
+  const revoke = useConfirmedRemoval({
+    verb: 'Revoke',
+    noun: 'API key',
+    warning: 'Anything using it is refused from now on; this cannot be undone.',
+    remove: (keyID) => unwrap(client.DELETE('/api/v1/workspaces/{workspaceID}/api-keys/{keyID}', { params: { path: { ...path, keyID } } })),
+  });
   return (
     <section aria-labelledby="keys-title">
       <h1 id="keys-title">API keys</h1>
-      <ErrorNote error={keys.error} />
-      {keys.loading && !keys.data ? (
-        <Loading what="API keys" />
-      ) : keys.error ? null : items.length === 0 ? (
-        <p>No API keys in this workspace.</p>
-      ) : (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Prefix</th>
-                <th scope="col">Created</th>
-                <th scope="col">Last used</th>
-                <th scope="col">Expires</th>
-                {canWrite && (
-                  <th scope="col">
-                    <span class="sr-only">Actions</span>
-                  </th>
-                )}
-              </tr>
-            </thead>
-            <tbody>
-              {items.map((k) => (
-                <tr key={k.id} data-key={k.name}>
-                  <td>{k.name}</td>
-                  <td>
-                    <code>{k.key_prefix}…</code>
-                  </td>
-                  <td>{when(k.created_at)}</td>
-                  <td>{when(k.last_used_at)}</td>
-                  <td>{k.expires_at ? when(k.expires_at) : 'never'}</td>
-                  {canWrite && (
-                    <td>
-                      <button type="button" class="danger" aria-label={`Revoke key ${k.name}`} onClick={() => setRevoking({ id: k.id, name: k.name })}>
-                        Revoke
-                      </button>
-                    </td>
-                  )}
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
+      <ListTable
+        query={keys}
+        kind="key"
+        what="API keys"
+        empty="No API keys in this workspace."
+        columns={['Name', 'Prefix', 'Created', 'Last used', 'Expires']}
+        actions={canWrite ? revoke.button : undefined}
+        cells={(k) => (
+          <>
+            <td>{k.name}</td>
+            <td>
+              <code>{k.key_prefix}…</code>
+            </td>
+            <td>{when(k.created_at)}</td>
+            <td>{when(k.last_used_at)}</td>
+            <td>{k.expires_at ? when(k.expires_at) : 'never'}</td>
+          </>
+        )}
+      />
       {canWrite && <CreateKey />}
-      <ConfirmDialog
-        open={revoking !== null}
-        title="Revoke API key?"
-        confirmLabel="Revoke key"
-        pending={revoke.pending}
-        error={revoke.error}
-        onCancel={() => {
-          revoke.reset();
-          setRevoking(null);
-        }}
-        onConfirm={async () => {
-          if (revoking && (await revoke.run(revoking.id))) setRevoking(null);
-        }}
-      >
-        <p>
-          Revoke <strong>{revoking?.name}</strong>? Anything using it is refused from now on; this cannot be undone.
-        </p>
-      </ConfirmDialog>
+      {revoke.dialog}
     </section>
   );
 }

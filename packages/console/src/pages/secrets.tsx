@@ -3,7 +3,7 @@ import { unwrap } from '../api.ts';
 import { parseEnvFile, type EnvRow } from '../env-file.ts';
 import { useMutation, useQuery } from '../data.ts';
 import { useSession } from '../session.ts';
-import { ConfirmDialog, ErrorNote, Loading, when } from '../ui.tsx';
+import { ErrorNote, ListTable, useConfirmedRemoval, when } from '../ui.tsx';
 
 export function SecretsPage() {
   const { client, workspaceId, vpcId, canWrite } = useSession();
@@ -11,73 +11,34 @@ export function SecretsPage() {
   const secrets = useQuery(`secrets:${workspaceId}:${vpcId}`, () =>
     unwrap(client.GET('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/secrets', { params: { path, query: { limit: 200 } } })),
   );
-  const [removing, setRemoving] = useState<{ id: string; name: string } | null>(null);
-  const remove = useMutation((secretID: string) =>
-    unwrap(client.DELETE('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/secrets/{secretID}', { params: { path: { ...path, secretID } } })),
-  );
-  const items = secrets.data?.items ?? [];
+  const remove = useConfirmedRemoval({
+    verb: 'Delete',
+    noun: 'secret',
+    warning: 'Services referencing it fail to deploy until it exists again.',
+    remove: (secretID) =>
+      unwrap(client.DELETE('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/secrets/{secretID}', { params: { path: { ...path, secretID } } })),
+  });
   return (
     <section aria-labelledby="secrets-title">
       <h1 id="secrets-title">Secrets</h1>
       <p class="muted">Values are write-only: Pier never shows them again, here or anywhere.</p>
-      <ErrorNote error={secrets.error} />
-      {secrets.loading && !secrets.data ? (
-        <Loading what="secrets" />
-      ) : items.length === 0 ? (
-        !secrets.error && <p>No secrets in this VPC yet.</p>
-      ) : (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Keys</th>
-                <th scope="col">Updated</th>
-                {canWrite && (
-                  <th scope="col">
-                    <span class="sr-only">Actions</span>
-                  </th>
-                )}
-              </tr>
-            </thead>
-            <tbody>
-              {items.map((s) => (
-                <tr key={s.id} data-secret={s.name}>
-                  <td>{s.name}</td>
-                  <td class="wrap">{s.keys.join(', ')}</td>
-                  <td>{when(s.updated_at)}</td>
-                  {canWrite && (
-                    <td>
-                      <button type="button" class="danger" aria-label={`Delete secret ${s.name}`} onClick={() => setRemoving({ id: s.id, name: s.name })}>
-                        Delete
-                      </button>
-                    </td>
-                  )}
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
+      <ListTable
+        query={secrets}
+        kind="secret"
+        what="secrets"
+        empty="No secrets in this VPC yet."
+        columns={['Name', 'Keys', 'Updated']}
+        actions={canWrite ? remove.button : undefined}
+        cells={(s) => (
+          <>
+            <td>{s.name}</td>
+            <td class="wrap">{s.keys.join(', ')}</td>
+            <td>{when(s.updated_at)}</td>
+          </>
+        )}
+      />
       {canWrite && <CreateSecret />}
-      <ConfirmDialog
-        open={removing !== null}
-        title="Delete secret?"
-        confirmLabel="Delete secret"
-        pending={remove.pending}
-        error={remove.error}
-        onCancel={() => {
-          remove.reset();
-          setRemoving(null);
-        }}
-        onConfirm={async () => {
-          if (removing && (await remove.run(removing.id))) setRemoving(null);
-        }}
-      >
-        <p>
-          Delete <strong>{removing?.name}</strong>? Services referencing it fail to deploy until it exists again.
-        </p>
-      </ConfirmDialog>
+      {remove.dialog}
     </section>
   );
 }
