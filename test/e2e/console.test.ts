@@ -2,8 +2,9 @@
 // by playwright-core (no browser download; ./pier test installs chromium like docker),
 // against a whole platform through the gateway, which serves the console at /. A person
 // signs in by typing a token, watches a service reach running without a reload, creates a
-// secret from rows and a pasted .env, creates an API key and sees it once, signs out; a
-// Viewer sees no write controls and the API's 403 message. Throughout: the gateway's
+// secret from rows and a pasted .env and deletes one, creates an API key and sees it once,
+// revokes it (both after a confirmation), signs out; a Viewer sees no write controls and
+// the API's 403 message. Throughout: the gateway's
 // Content-Security-Policy is on every page, the browser reports no error and no CSP
 // violation, axe-core (its own file, served same-origin so the CSP still holds) finds no
 // serious or critical violation, and the page never scrolls sideways at 390 px.
@@ -111,7 +112,7 @@ afterAll(async () => {
 });
 
 describe('the console in chromium', () => {
-  it('an owner signs in with a token, sees a service go live, creates a secret and an API key (shown once), and signs out', async () => {
+  it('an owner signs in with a token, sees a service go live, creates and deletes secrets, creates an API key (shown once) and revokes it, and signs out', async () => {
     const owner = p.api(p.bootstrap.token);
     const created = await owner.post(servicesPath, { name: 'console-web', image: TINY_HTTP });
     expect(created.status).toBe(201);
@@ -151,6 +152,13 @@ describe('the console in chromium', () => {
     expect(await page.content()).not.toContain('p@ss word');
     const secrets = await owner.get(`/api/v1/workspaces/${p.bootstrap.workspaceId}/vpcs/${p.bootstrap.vpcId}/secrets`);
     expect(secrets.body.items.find((s: { name: string }) => s.name === 'console-secret')?.keys).toEqual(['API_TOKEN', 'DB_PASSWORD', 'REGION']);
+    // Deleting one asks first.
+    await page.getByLabel('Name', { exact: true }).fill('console-doomed');
+    await page.getByLabel('Key 1').fill('X');
+    await page.getByRole('button', { name: 'Create secret' }).click();
+    await page.getByRole('button', { name: 'Delete secret console-doomed' }).click();
+    await page.getByRole('dialog', { name: 'Delete secret?' }).getByRole('button', { name: 'Delete secret' }).click();
+    await page.locator('tr[data-secret="console-doomed"]').waitFor({ state: 'detached' });
     // A name the API refuses: its own words on the page.
     await page.getByLabel('Name', { exact: true }).fill('console-secret');
     await page.getByLabel('Key 1').fill('K');
@@ -172,6 +180,15 @@ describe('the console in chromium', () => {
     expect(await axe(page)).toEqual([]);
     await page.getByRole('button', { name: 'Done' }).click();
     expect(await page.content()).not.toContain(key);
+    // Revoking asks first: Cancel keeps the key, confirming revokes it.
+    await page.getByRole('button', { name: 'Revoke API key from-the-console' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Revoke API key?' });
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    expect((await p.api(key).get('/api/v1/me')).status).toBe(200);
+    await page.getByRole('button', { name: 'Revoke API key from-the-console' }).click();
+    await dialog.getByRole('button', { name: 'Revoke API key' }).click();
+    await page.locator('tr[data-key="from-the-console"]').waitFor({ state: 'detached' });
+    await expect.poll(async () => (await p.api(key).get('/api/v1/me')).status).toBe(401);
 
     // 390 px wide: every screen fits without sideways scrolling.
     await page.setViewportSize({ width: 390, height: 844 });
