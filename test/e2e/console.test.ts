@@ -4,7 +4,8 @@
 // signs in by typing a token, watches a service reach running without a reload, creates a
 // secret from rows and a pasted .env and deletes one, creates an API key and sees it once,
 // revokes it (both after a confirmation), signs out; a Viewer sees no write controls and
-// the API's 403 message. Throughout: the gateway's
+// the API's 403 message; a PostgreSQL database's connection details stay masked until
+// revealed and copy as they are. Throughout: the gateway's
 // Content-Security-Policy is on every page, the browser reports no error and no CSP
 // violation, axe-core (its own file, served same-origin so the CSP still holds) finds no
 // serious or critical violation, and the page never scrolls sideways at 390 px.
@@ -17,6 +18,7 @@ import { startPlatform, type Platform } from '../support/platform.ts';
 import { startOidcProvider, type OidcProvider } from '../support/oidc.ts';
 import { memberKey } from '../support/members.ts';
 import { TINY_HTTP, cleanVpcs, waitForStatus } from './services-support.ts';
+import { DATABASES_ENV, cleanupVpc } from './databases-helpers.ts';
 
 const CHROMIUM = process.env.PIER_TEST_CHROMIUM ?? '/usr/bin/chromium';
 const AXE_PATH = '/__test/axe.min.js';
@@ -27,6 +29,7 @@ let oidc: OidcProvider;
 let browser: Browser;
 let servicesPath: string;
 let viewerKey: string;
+let databaseId: string;
 
 /** What the browser reported on one tab: console errors, uncaught exceptions, CSP violations. */
 interface Watched {
@@ -38,6 +41,7 @@ interface Watched {
 
 async function openTab(viewport = { width: 1280, height: 800 }): Promise<Watched> {
   const context = await browser.newContext({ viewport });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: p.gatewayUrl });
   // A test-only, same-origin URL for axe-core's own file: a <script src> the CSP allows.
   await context.route(`${p.gatewayUrl}${AXE_PATH}`, (route) => route.fulfill({ contentType: 'text/javascript', body: axeSource }));
   // Init scripts run from the devtools protocol, outside the page's CSP.
@@ -98,7 +102,11 @@ async function signIn(page: Page, token: string): Promise<void> {
 beforeAll(async () => {
   expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install chromium (./pier test does)`).toBe(true);
   const [built] = await Promise.all([buildConsole({ ifNeeded: true }), startOidcProvider().then((o) => (oidc = o))]);
-  p = await startPlatform({ env: { auth: oidc.env, gateway: { PIER_CONSOLE_DIR: built.dir } } });
+  p = await startPlatform({ env: { auth: oidc.env, gateway: { PIER_CONSOLE_DIR: built.dir }, databases: DATABASES_ENV } });
+  // Provisioned while the first test runs; the last one opens its connection details.
+  const db = await p.api(p.bootstrap.token).post(`/api/v1/workspaces/${p.bootstrap.workspaceId}/vpcs/${p.bootstrap.vpcId}/databases`, { name: 'console-pg' });
+  expect(db.status).toBe(202);
+  databaseId = db.body.id;
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
   servicesPath = `/api/v1/workspaces/${p.bootstrap.workspaceId}/vpcs/${p.bootstrap.vpcId}/services`;
   viewerKey = await memberKey(p, oidc, 'console-viewer@example.com', 'viewer');
@@ -106,8 +114,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  if (p) await cleanVpcs(p.bootstrap.vpcId);
   await p?.stop();
+  if (p) await Promise.all([cleanVpcs(p.bootstrap.vpcId), cleanupVpc(p.bootstrap.vpcId)]);
   await oidc?.stop();
 });
 
@@ -245,4 +253,40 @@ describe('the console in chromium', () => {
     expect(await tab.violations()).toEqual([]);
     await tab.context.close();
   });
+
+  it('databases: the list, and connection details with the password hidden until revealed, each value copied as it is', async () => {
+    const owner = p.api(p.bootstrap.token);
+    const dbPath = `/api/v1/workspaces/${p.bootstrap.workspaceId}/vpcs/${p.bootstrap.vpcId}/databases/${databaseId}`;
+    await waitForStatus(owner, dbPath, 'running', 110_000);
+    const conn = (await owner.get(`${dbPath}/connection`)).body as { password: string; database_url: string; host: string };
+
+    const tab = await openTab();
+    const { page } = tab;
+    await signIn(page, p.bootstrap.token);
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Databases' }).click();
+    const row = page.locator('tr[data-database="console-pg"]');
+    await expect.poll(() => row.locator('.badge').textContent(), { timeout: 15_000 }).toBe('running');
+    expect(await row.textContent()).toContain('PostgreSQL');
+    await row.getByRole('link', { name: 'console-pg' }).click();
+    await page.getByRole('heading', { name: 'Connection' }).waitFor();
+    const password = page.locator('dd[data-field="Password"] code');
+    expect(await password.textContent()).toBe('••••••••');
+    expect(await page.locator('dd[data-field="URL"] code').textContent()).not.toContain(conn.password);
+    expect(await page.locator('dd[data-field="Host"] code').textContent()).toBe(conn.host);
+    expect(await axe(page)).toEqual([]);
+
+    await page.getByRole('button', { name: 'Copy url' }).click();
+    await expect.poll(() => page.evaluate(() => navigator.clipboard.readText())).toBe(conn.database_url);
+    await page.getByRole('button', { name: 'Reveal password' }).click();
+    expect(await password.textContent()).toBe(conn.password);
+    expect(await page.locator('dd[data-field="URL"] code').textContent()).toBe(conn.database_url);
+    await page.getByRole('button', { name: 'Hide password' }).click();
+    expect(await password.textContent()).toBe('••••••••');
+    await page.setViewportSize({ width: 390, height: 844 });
+    await noSidewaysScroll(page);
+
+    expect(tab.errors).toEqual([]);
+    expect(await tab.violations()).toEqual([]);
+    await tab.context.close();
+  }, 150_000);
 });

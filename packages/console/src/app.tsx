@@ -9,6 +9,7 @@ import { ServicesPage } from './pages/services.tsx';
 import { ServicePage } from './pages/service.tsx';
 import { SecretsPage } from './pages/secrets.tsx';
 import { ApiKeysPage } from './pages/api-keys.tsx';
+import { DatabasePage, DatabasesPage } from './pages/databases.tsx';
 
 export function App() {
   const [token, setToken] = useState(tokenStore.get());
@@ -38,6 +39,7 @@ export function App() {
 
 const NAV = [
   { href: '/services', label: 'Services' },
+  { href: '/databases', label: 'Databases' },
   { href: '/secrets', label: 'Secrets' },
   { href: '/api-keys', label: 'API keys' },
 ];
@@ -141,6 +143,9 @@ function Route({ path }: { path: string }) {
   const service = /^\/services\/([^/]+)$/.exec(path);
   if (service) return <ServicePage id={decodeURIComponent(service[1]!)} />;
   if (path.startsWith('/services')) return <ServicesPage />;
+  const database = /^\/databases\/([^/]+)$/.exec(path);
+  if (database) return <DatabasePage id={decodeURIComponent(database[1]!)} />;
+  if (path.startsWith('/databases')) return <DatabasesPage />;
   if (path.startsWith('/secrets')) return <SecretsPage />;
   if (path.startsWith('/api-keys')) return <ApiKeysPage />;
   return (
