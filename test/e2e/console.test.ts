@@ -3,7 +3,8 @@
 // against a whole platform through the gateway, which serves the console at /. A person
 // signs in by typing a token, watches a service reach running without a reload, creates a
 // secret from rows and a pasted .env and deletes one, creates an API key and sees it once,
-// revokes it (both after a confirmation), signs out; a Viewer sees no write controls and
+// revokes it (both after a confirmation), adds a member, changes their role and removes
+// them, signs out; a Viewer sees no write controls and
 // the API's 403 message; a PostgreSQL database's connection details stay masked until
 // revealed and copy as they are. Throughout: the gateway's
 // Content-Security-Policy is on every page, the browser reports no error and no CSP
@@ -120,7 +121,7 @@ afterAll(async () => {
 });
 
 describe('the console in chromium', () => {
-  it('an owner signs in with a token, sees a service go live, creates and deletes secrets, creates an API key (shown once) and revokes it, and signs out', async () => {
+  it('an owner signs in with a token, sees a service go live, creates and deletes secrets, creates an API key (shown once) and revokes it, manages members, and signs out', async () => {
     const owner = p.api(p.bootstrap.token);
     const created = await owner.post(servicesPath, { name: 'console-web', image: TINY_HTTP });
     expect(created.status).toBe(201);
@@ -198,9 +199,29 @@ describe('the console in chromium', () => {
     await page.locator('tr[data-key="from-the-console"]').waitFor({ state: 'detached' });
     await expect.poll(async () => (await p.api(key).get('/api/v1/me')).status).toBe(401);
 
+    // Members: add one, change their role, remove them after a confirmation.
+    const members = `/api/v1/workspaces/${p.bootstrap.workspaceId}/members`;
+    const roleOf = async (email: string) => (await owner.get(members)).body.items.find((m: { email: string }) => m.email === email)?.role;
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Members' }).click();
+    expect(await page.getByLabel('Role of console-viewer@example.com').inputValue()).toBe('viewer');
+    await page.getByLabel('E-mail').fill('console-dev@example.com');
+    await page.getByLabel('Role of the new member').selectOption('developer');
+    await page.getByRole('button', { name: 'Add member' }).click();
+    await page.locator('tr[data-member="console-dev@example.com"]').waitFor();
+    expect(await roleOf('console-dev@example.com')).toBe('developer');
+    await page.getByLabel('Role of console-dev@example.com').selectOption('admin');
+    await expect.poll(() => roleOf('console-dev@example.com')).toBe('admin');
+    expect(await axe(page)).toEqual([]);
+    await page.getByRole('button', { name: 'Remove member console-dev@example.com' }).click();
+    await page.getByRole('dialog', { name: 'Remove member?' }).getByRole('button', { name: 'Remove member' }).click();
+    await page.locator('tr[data-member="console-dev@example.com"]').waitFor({ state: 'detached' });
+    expect(await roleOf('console-dev@example.com')).toBeUndefined();
+
     // 390 px wide: every screen fits without sideways scrolling.
     await page.setViewportSize({ width: 390, height: 844 });
     for (const [link, heading] of [
+      ['Members', 'Members'],
+      ['Databases', 'Databases'],
       ['API keys', 'API keys'],
       ['Secrets', 'Secrets'],
       ['Services', 'Services'],
@@ -241,6 +262,11 @@ describe('the console in chromium', () => {
     expect(await page.getByRole('button', { name: /Create|Delete|Add a row/ }).count()).toBe(0);
     expect(await page.getByLabel('Key 1').count()).toBe(0);
     expect(await axe(page)).toEqual([]);
+
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Members' }).click();
+    await page.locator('tr[data-member="console-viewer@example.com"]').waitFor();
+    expect(await page.getByRole('main').getByRole('combobox').count()).toBe(0);
+    expect(await page.getByRole('button', { name: /Add member|Remove/ }).count()).toBe(0);
 
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'API keys' }).click();
     await page.getByRole('alert').filter({ hasText: 'insufficient workspace permissions' }).waitFor();

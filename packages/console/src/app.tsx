@@ -10,6 +10,7 @@ import { ServicePage } from './pages/service.tsx';
 import { SecretsPage } from './pages/secrets.tsx';
 import { ApiKeysPage } from './pages/api-keys.tsx';
 import { DatabasePage, DatabasesPage } from './pages/databases.tsx';
+import { MembersPage } from './pages/members.tsx';
 
 export function App() {
   const [token, setToken] = useState(tokenStore.get());
@@ -42,6 +43,7 @@ const NAV = [
   { href: '/databases', label: 'Databases' },
   { href: '/secrets', label: 'Secrets' },
   { href: '/api-keys', label: 'API keys' },
+  { href: '/members', label: 'Members' },
 ];
 
 function Shell({ client, onSignOut }: { client: PierClient; onSignOut: () => void }) {
@@ -148,6 +150,7 @@ function Route({ path }: { path: string }) {
   if (path.startsWith('/databases')) return <DatabasesPage />;
   if (path.startsWith('/secrets')) return <SecretsPage />;
   if (path.startsWith('/api-keys')) return <ApiKeysPage />;
+  if (path.startsWith('/members')) return <MembersPage />;
   return (
     <section>
       <h1>Not found</h1>
