@@ -1,15 +1,15 @@
 // The web console (packages/console) in a real browser: Debian's chromium, driven headless
 // by playwright-core (no browser download; ./pier test installs chromium like docker),
 // against a whole platform through the gateway, which serves the console at /. A person
-// signs in by typing a token, watches a service reach running without a reload, creates a
-// secret from rows and a pasted .env and deletes one, creates an API key and sees it once,
-// revokes it (both after a confirmation), adds a member, changes their role and removes
-// them, signs out; a Viewer sees no write controls and
-// the API's 403 message; a PostgreSQL database's connection details stay masked until
-// revealed and copy as they are. Throughout: the gateway's
-// Content-Security-Policy is on every page, the browser reports no error and no CSP
-// violation, axe-core (its own file, served same-origin so the CSP still holds) finds no
-// serious or critical violation, and the page never scrolls sideways at 390 px.
+// signs in by typing a token, watches a service reach running and its logs move without a
+// reload, creates a secret from rows and a pasted .env and deletes one, creates an API key
+// and sees it once, revokes it (both after a confirmation), adds a member, changes their
+// role and removes them, signs out; a Viewer sees no write controls and the API's 403
+// message; a PostgreSQL database's connection details stay masked until revealed and copy
+// as they are. Throughout: the gateway's Content-Security-Policy is on every page, the
+// browser reports no error and no CSP violation, axe-core (its own file, served
+// same-origin so the CSP still holds) finds no serious or critical violation, and the page
+// never scrolls sideways at 390 px.
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,7 +18,7 @@ import { buildConsole } from '../../packages/console/scripts/build.ts';
 import { startPlatform, type Platform } from '../support/platform.ts';
 import { startOidcProvider, type OidcProvider } from '../support/oidc.ts';
 import { memberKey } from '../support/members.ts';
-import { TINY_HTTP, cleanVpcs, waitForStatus } from './services-support.ts';
+import { cleanVpcs, waitForStatus } from './services-support.ts';
 import { DATABASES_ENV, cleanupVpc } from './databases-helpers.ts';
 
 const CHROMIUM = process.env.PIER_TEST_CHROMIUM ?? '/usr/bin/chromium';
@@ -103,7 +103,15 @@ async function signIn(page: Page, token: string): Promise<void> {
 beforeAll(async () => {
   expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install chromium (./pier test does)`).toBe(true);
   const [built] = await Promise.all([buildConsole({ ifNeeded: true }), startOidcProvider().then((o) => (oidc = o))]);
-  p = await startPlatform({ env: { auth: oidc.env, gateway: { PIER_CONSOLE_DIR: built.dir }, databases: DATABASES_ENV } });
+  p = await startPlatform({
+    env: {
+      auth: oidc.env,
+      gateway: { PIER_CONSOLE_DIR: built.dir },
+      databases: DATABASES_ENV,
+      // Log lines reach the stream within about half a second.
+      compute: { PIER_COMPUTE_LOG_FLUSH_MS: '100', PIER_COMPUTE_LOG_SCAN_MS: '500' },
+    },
+  });
   // Provisioned while the first test runs; the last one opens its connection details.
   const db = await p.api(p.bootstrap.token).post(`/api/v1/workspaces/${p.bootstrap.workspaceId}/vpcs/${p.bootstrap.vpcId}/databases`, { name: 'console-pg' });
   expect(db.status).toBe(202);
@@ -121,9 +129,15 @@ afterAll(async () => {
 });
 
 describe('the console in chromium', () => {
-  it('an owner signs in with a token, sees a service go live, creates and deletes secrets, creates an API key (shown once) and revokes it, manages members, and signs out', async () => {
+  it('an owner signs in with a token, sees a service go live and follows its logs, creates and deletes secrets, creates an API key (shown once) and revokes it, manages members, and signs out', async () => {
     const owner = p.api(p.bootstrap.token);
-    const created = await owner.post(servicesPath, { name: 'console-web', image: TINY_HTTP });
+    // A worker printing a numbered line twice a second: its logs must move on screen.
+    const created = await owner.post(servicesPath, {
+      name: 'console-web',
+      service_type: 'worker',
+      image: 'pier/debian-base:bookworm',
+      command: ['sh', '-c', 'i=0; while :; do echo "tick $i"; i=$((i+1)); sleep 0.5; done'],
+    });
     expect(created.status).toBe(201);
 
     const tab = await openTab();
@@ -143,6 +157,19 @@ describe('the console in chromium', () => {
     await page.getByRole('heading', { name: 'console-web' }).waitFor();
     await page.getByRole('button', { name: 'Restart' }).waitFor();
     await page.getByRole('button', { name: 'Deploy' }).waitFor();
+    // Logs follow the event stream: a newer line arrives without a reload; Pause freezes them.
+    const logs = page.getByLabel('Log lines');
+    const lastTick = async () => Math.max(-1, ...[...((await logs.textContent().catch(() => '')) ?? '').matchAll(/tick (\d+)/g)].map((m) => Number(m[1])));
+    await expect.poll(lastTick, { timeout: 20_000 }).toBeGreaterThanOrEqual(0);
+    const first = await lastTick();
+    await expect.poll(lastTick, { timeout: 20_000 }).toBeGreaterThan(first);
+    await page.getByRole('button', { name: 'Pause' }).click();
+    await page.getByRole('status').filter({ hasText: 'paused' }).waitFor();
+    const frozen = await lastTick();
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await lastTick()).toBe(frozen);
+    await page.getByRole('button', { name: 'Follow' }).click();
+    await expect.poll(lastTick, { timeout: 20_000 }).toBeGreaterThan(frozen);
     expect(await axe(page)).toEqual([]);
 
     // A secret from one row plus a pasted .env; the values are never shown back.

@@ -33,9 +33,16 @@ export function useQuery<T>(key: string | null, read: () => Promise<T>, pollMs =
     let live = true;
     let timer: ReturnType<typeof setTimeout> | undefined;
     let running = false;
-    const run = async () => {
-      if (running) return;
+    // A read asked for while one is in flight (a write just finished) runs once it ends:
+    // the one in flight may have started before the write.
+    let again = false;
+    const run = async (): Promise<void> => {
+      if (running) {
+        again = true;
+        return;
+      }
       running = true;
+      again = false;
       clearTimeout(timer);
       try {
         const data = await readRef.current();
@@ -44,7 +51,8 @@ export function useQuery<T>(key: string | null, read: () => Promise<T>, pollMs =
         if (live) setState((s) => ({ key, data: s.key === key ? s.data : undefined, error, loading: false }));
       } finally {
         running = false;
-        if (live && pollMs > 0) timer = setTimeout(() => (document.hidden ? schedule() : void run()), pollMs);
+        if (live && again) void run();
+        else if (live && pollMs > 0) schedule();
       }
     };
     const schedule = () => (timer = setTimeout(() => (document.hidden ? schedule() : void run()), pollMs));

@@ -1,11 +1,10 @@
-import { useState } from 'preact/hooks';
-import { unwrap } from '../api.ts';
+import { useEffect, useState } from 'preact/hooks';
+import { unwrap, type paths } from '../api.ts';
+import { readEvents } from '../event-stream.ts';
 import { useMutation, useQuery } from '../data.ts';
 import { useSession } from '../session.ts';
 import { ErrorNote, Loading, StatusBadge, when } from '../ui.tsx';
 import { SERVICES_POLL_MS } from './services.tsx';
-
-const LOG_POLL_MS = 2000;
 
 export function ServicePage({ id }: { id: string }) {
   const { client, workspaceId, vpcId, canWrite } = useSession();
@@ -105,26 +104,78 @@ function Actions({ path, image }: { path: ServicePath; image: string | null }) {
   );
 }
 
+type LogLine =
+  paths['/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/logs']['get']['responses'][200]['content']['application/json']['items'][number];
+
+/** How many lines the page keeps while following (older ones scroll away). */
+const KEPT_LINES = 1000;
+
+/**
+ * The service's logs, followed live over the API's event stream (`?follow=true`: the
+ * recent lines, then each new one as it is printed). Pausing keeps what is on screen; a
+ * stream that ends (an instance restarting) is opened again after a moment.
+ */
 function Logs({ path }: { path: ServicePath }) {
   const { client } = useSession();
   const [follow, setFollow] = useState(true);
-  const logs = useQuery(
-    `logs:${path.serviceID}`,
-    () => unwrap(client.GET('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/logs', { params: { path, query: { limit: 200 } } })),
-    follow ? LOG_POLL_MS : 0,
-  );
-  const lines = logs.data?.items ?? [];
+  const [lines, setLines] = useState<LogLine[]>([]);
+  const [state, setState] = useState<'connecting' | 'live' | 'paused' | 'reconnecting'>('connecting');
+  const [error, setError] = useState<unknown>(undefined);
+
+  useEffect(() => {
+    if (!follow) {
+      setState('paused');
+      return;
+    }
+    const stop = new AbortController();
+    let retry: ReturnType<typeof setTimeout> | undefined;
+    const open = async () => {
+      try {
+        const body = await unwrap(
+          client.GET('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/logs', {
+            params: { path, query: { follow: 'true', limit: 200 } },
+            parseAs: 'stream',
+            signal: stop.signal,
+          }),
+        );
+        setError(undefined);
+        setLines([]); // the stream starts with the recent lines again
+        setState('live');
+        for await (const e of readEvents(body as ReadableStream<Uint8Array>)) {
+          if (e.event !== 'line') continue;
+          const line = JSON.parse(e.data) as LogLine;
+          setLines((old) => (old.length >= KEPT_LINES ? [...old.slice(old.length - KEPT_LINES + 1), line] : [...old, line]));
+        }
+      } catch (err) {
+        if (stop.signal.aborted) return;
+        setError(err);
+      }
+      if (stop.signal.aborted) return;
+      setState('reconnecting');
+      retry = setTimeout(() => void open(), 2000);
+    };
+    setState('connecting');
+    void open();
+    return () => {
+      stop.abort();
+      clearTimeout(retry);
+    };
+  }, [follow, path.serviceID]);
+
   return (
     <div class="panel">
       <div class="panel-head">
         <h2>Logs</h2>
-        <label class="check">
-          <input type="checkbox" checked={follow} onChange={(e) => setFollow(e.currentTarget.checked)} /> Follow (reads new lines every {LOG_POLL_MS / 1000} s)
-        </label>
+        <span class="muted" role="status">
+          {state === 'live' ? 'following' : state}
+        </span>
+        <button type="button" aria-pressed={!follow} onClick={() => setFollow(!follow)}>
+          {follow ? 'Pause' : 'Follow'}
+        </button>
       </div>
-      <ErrorNote error={logs.error} />
+      <ErrorNote error={error} />
       {lines.length === 0 ? (
-        <p class="muted">{logs.loading ? 'Loading logs…' : 'No log lines yet.'}</p>
+        <p class="muted">{state === 'connecting' ? 'Loading logs…' : 'No log lines yet.'}</p>
       ) : (
         <pre class="logs" tabIndex={0} aria-label="Log lines">
           {lines.map((l) => `${l.timestamp} ${l.replica} ${l.message}`).join('\n')}
