@@ -261,6 +261,16 @@ describe('the console in chromium', () => {
     await page.getByRole('heading', { name: 'console-web' }).waitFor();
     await noSidewaysScroll(page);
 
+    // The VPC switcher: another VPC has its own (empty) services; back again.
+    const other = await owner.post(`/api/v1/workspaces/${p.bootstrap.workspaceId}/vpcs`, { name: 'console-other' });
+    expect(other.status).toBe(201);
+    await page.reload();
+    const vpcPicker = page.getByRole('combobox', { name: /^VPC/ });
+    await vpcPicker.selectOption({ label: 'console-other' });
+    await page.getByText('No services in this VPC yet.').waitFor();
+    await vpcPicker.selectOption({ value: p.bootstrap.vpcId });
+    await page.locator('tr[data-service="console-web"]').waitFor();
+
     // Sign out forgets the token.
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('Token').waitFor();

@@ -1,4 +1,4 @@
-import { useEffect, useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { canWrite, clientFor, scopeStore, tokenStore, unwrap, type PierClient, type Role } from './api.ts';
 import { useQuery } from './data.ts';
 import { navigate, onLinkClick, usePath } from './router.ts';
@@ -67,6 +67,17 @@ function Shell({ client, onSignOut }: { client: PierClient; onSignOut: () => voi
   useEffect(() => {
     if (path === '/' || path === '/sign-in') navigate('/services', true);
   }, [path]);
+  // A new screen takes the focus (from the link that led there), so keyboard and screen
+  // reader users start at its content, as after a page load.
+  const shownPath = useRef(path);
+  useEffect(() => {
+    if (shownPath.current === path) return;
+    shownPath.current = path;
+    document.getElementById('main')?.focus();
+  }, [path]);
+
+  // A detail screen names a resource of the old workspace or VPC: a switch shows its list.
+  const toSection = () => navigate(`/${path.split('/')[1] ?? ''}`);
 
   const session: Session | null =
     workspace && vpc ? { client, workspaceId: workspace.id, vpcId: vpc.id, role: workspace.role as Role, canWrite: canWrite(workspace.role as Role) } : null;
@@ -88,6 +99,7 @@ function Shell({ client, onSignOut }: { client: PierClient; onSignOut: () => voi
               onChange={(e) => {
                 setWorkspaceId(e.currentTarget.value);
                 setVpcId('');
+                toSection();
               }}
             >
               {wsItems.map((w) => (
@@ -99,7 +111,13 @@ function Shell({ client, onSignOut }: { client: PierClient; onSignOut: () => voi
           </label>
           <label>
             VPC
-            <select value={vpc?.id ?? ''} onChange={(e) => setVpcId(e.currentTarget.value)}>
+            <select
+              value={vpc?.id ?? ''}
+              onChange={(e) => {
+                setVpcId(e.currentTarget.value);
+                toSection();
+              }}
+            >
               {vpcItems.map((v) => (
                 <option key={v.id} value={v.id}>
                   {v.name}
