@@ -221,6 +221,14 @@ describe('the console in chromium', () => {
     const dialog = page.getByRole('dialog', { name: 'Revoke API key?' });
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     expect((await p.api(key).get('/api/v1/me')).status).toBe(200);
+    // By keyboard: the dialog takes the focus, Escape closes it, the focus comes back.
+    await page.getByRole('button', { name: 'Revoke API key from-the-console' }).focus();
+    await page.keyboard.press('Enter');
+    await dialog.waitFor();
+    expect(await page.evaluate(() => document.activeElement?.closest('dialog') !== null)).toBe(true);
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'hidden' });
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).toBe('Revoke API key from-the-console');
     await page.getByRole('button', { name: 'Revoke API key from-the-console' }).click();
     await dialog.getByRole('button', { name: 'Revoke API key' }).click();
     await page.locator('tr[data-key="from-the-console"]').waitFor({ state: 'detached' });

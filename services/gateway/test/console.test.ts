@@ -84,6 +84,13 @@ describe('the console at / of the gateway', () => {
     expect(post.status).toBe(404);
   });
 
+  it('takes a PIER_CONSOLE_DIR relative to the working directory', async () => {
+    const relative = createFallbackApp({ logger, upstreams: new Map(), consoleDir: path.relative(process.cwd(), dir) });
+    const res = await request(relative).get('/services').set(HTML);
+    expect(res.status).toBe(200);
+    expect(res.text).toBe(INDEX);
+  });
+
   it('without a built console, / is the JSON 404 it always was', async () => {
     const bare = createFallbackApp({ logger, upstreams: new Map(), consoleDir: path.join(dir, 'missing') });
     const res = await request(bare).get('/').set(HTML);

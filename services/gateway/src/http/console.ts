@@ -47,7 +47,8 @@ function securityHeaders(res: Response): void {
  * own routes survive a reload. Other clients (curl, scripts: no text/html) keep the JSON
  * 404. Without a built console (no index.html in `dir`) it passes everything on.
  */
-export function consoleMiddleware(dir: string, logger: Logger): express.RequestHandler {
+export function consoleMiddleware(consoleDir: string, logger: Logger): express.RequestHandler {
+  const dir = path.resolve(consoleDir); // sendFile takes absolute paths only
   const index = path.join(dir, 'index.html');
   if (!existsSync(index)) {
     logger.warn({ dir }, 'no built console: / answers 404 (build it with `pnpm --filter @pier/console build`, or set PIER_CONSOLE_DIR)');
