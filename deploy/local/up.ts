@@ -22,6 +22,7 @@ import { portInUse, ServiceProcess } from './children.ts';
 import { chooseFormat, logLineWriter } from './log-format.ts';
 import { parentDeath } from './parent-death.ts';
 import { dockerProblem } from './docker-check.ts';
+import { buildConsole } from '../../packages/console/scripts/build.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const env = process.env;
@@ -87,6 +88,23 @@ async function main(): Promise<void> {
 
   const { state, file, created } = await loadState(home);
   say(`${created ? 'created' : 'using'} ${file} (identity keys and service passwords, mode 0600)`);
+
+  // The web console the gateway serves at /: built here when its sources changed (a few
+  // seconds), unless PIER_CONSOLE_DIR names files built elsewhere. A failed build leaves the
+  // API running and says why.
+  let consoleDir = env.PIER_CONSOLE_DIR;
+  if (!consoleDir) {
+    const t = performance.now();
+    try {
+      const built = await buildConsole({ ifNeeded: true });
+      consoleDir = built.dir;
+      const size = `initial JS ${(built.initialJsGzipBytes / 1024).toFixed(1)} KB gzipped`;
+      say(built.built ? `console: built in ${Math.round(performance.now() - t)} ms (${size})` : `console: up to date (${size})`);
+    } catch (err) {
+      consoleDir = 'off';
+      say(`console: the build failed, only the API is served: ${(err as Error).message}`, 40);
+    }
+  }
 
   await checkPorts([
     ['gateway', ports.gateway],
@@ -213,6 +231,7 @@ async function main(): Promise<void> {
       PIER_COMPUTE_URL: urls.compute,
       PIER_DATABASES_URL: urls.databases,
       PIER_SECRETS_URL: urls.secrets,
+      PIER_CONSOLE_DIR: consoleDir,
     },
     `${local(ports.gateway)}/healthz`,
     childOptions,
@@ -228,6 +247,7 @@ async function main(): Promise<void> {
     process.stdout.write(
       lines.own(30, 'Pier is running', {
         api: `${urls.gateway}/api/v1`,
+        ...(consoleDir === 'off' ? {} : { console: `${urls.gateway}/` }),
         credentials: path.join(configDir, 'credentials.json'),
         startedInSeconds: Number(seconds),
       }),
@@ -237,6 +257,7 @@ async function main(): Promise<void> {
       [
         '',
         `Pier is running (started in ${seconds}s).`,
+        ...(consoleDir === 'off' ? [] : [`  Console:      ${urls.gateway}/   (sign in with the token in credentials.json, or an API key)`]),
         `  API:          ${urls.gateway}/api/v1   (description: ${urls.gateway}/api/v1/openapi.json)`,
         `  Credentials:  ${path.join(shown, 'credentials.json')} (api_url, token) and ${path.join(shown, 'config.json')} (workspace_id, vpc_id), mode 0600`,
         `  Try:          curl -H "Authorization: Bearer $(jq -r .token ${path.join(shown, 'credentials.json')})" ${urls.gateway}/api/v1/workspaces`,

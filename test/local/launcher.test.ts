@@ -100,7 +100,15 @@ describe('./pier up in a pipe', () => {
     expect(res.status).toBe(200);
     const records = output.map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(new Set(records.map((r) => r.service))).toEqual(new Set(['pier', 'auth', 'compute', 'databases', 'secrets', 'gateway']));
-    expect(records.find((r) => r.msg === 'Pier is running')).toMatchObject({ api: `http://127.0.0.1:${ports.PIER_GATEWAY_PORT}/api/v1` });
+    expect(records.find((r) => r.msg === 'Pier is running')).toMatchObject({
+      api: `http://127.0.0.1:${ports.PIER_GATEWAY_PORT}/api/v1`,
+      console: `http://127.0.0.1:${ports.PIER_GATEWAY_PORT}/`,
+    });
+    // The console it built (or found current) is served at /, under its Content-Security-Policy.
+    const page = await fetch(`http://127.0.0.1:${ports.PIER_GATEWAY_PORT}/`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('<div id="app">');
+    expect(page.headers.get('content-security-policy')).toContain("default-src 'self'");
     expect(records.some((r) => r.path === '/healthz')).toBe(false);
     expect(output.join('\n')).not.toContain(token);
   });

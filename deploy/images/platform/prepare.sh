@@ -5,7 +5,8 @@
 #         registry is reachable; the node that runs ./pier is there by definition. Only a
 #         binary that needs nothing but glibc and libstdc++ (as nodejs.org's and
 #         NodeSource's builds) is taken; a Debian-built one linked to libnode is refused.
-#   app   the five services, kit, proto/ and deploy/platform/ (their tests left out), in a
+#   app   the five services, kit, proto/ and deploy/platform/ (their tests left out), and the
+#         web console built (packages/console/dist, where the gateway looks by default), in a
 #         workspace of their own whose root depends only on them, tsx and pg, installed with
 #         `pnpm install --prod` (node-linker=hoisted: one plain node_modules; install
 #         scripts off: nothing Pier uses needs a compiled add-on; typings, maps and docs
@@ -26,7 +27,8 @@ inputs() {
   "$node_bin" --version
   sha256sum "$node_bin" | cut -c1-16
   { for p in "${packages[@]}"; do echo "$p/package.json"; find "$p/src" -type f; done
-    find proto deploy/platform -type f; echo package.json; echo pnpm-lock.yaml; } | LC_ALL=C sort | xargs sha256sum
+    find proto deploy/platform packages/console/src packages/console/public packages/console/scripts packages/sdk/src -type f
+    echo packages/console/index.html; echo packages/console/package.json; echo package.json; echo pnpm-lock.yaml; } | LC_ALL=C sort | xargs sha256sum
 }
 if [[ ${1:-} == --inputs ]]; then inputs; exit 0; fi
 
@@ -44,6 +46,12 @@ for p in "${packages[@]}"; do
   mkdir -p ".prepared/app/$p"
   cp -r "$repo/$p/package.json" "$repo/$p/src" ".prepared/app/$p/"
 done
+# The console: static files only (the gateway serves them), built in the repository, whose
+# node_modules has Vite; nothing of the console's build comes into the image.
+(cd "$repo" && "$node_bin" --import tsx packages/console/scripts/build.ts --if-needed)
+mkdir -p .prepared/app/packages/console
+cp -r "$repo/packages/console/dist" .prepared/app/packages/console/
+rm -f .prepared/app/packages/console/dist/.inputs
 mkdir -p .prepared/app/deploy
 cp -r "$repo/proto" .prepared/app/
 cp -r "$repo/deploy/platform" .prepared/app/deploy/

@@ -43,6 +43,8 @@ export interface GatewayDeps {
   keyClaims?: KeyClaims;
   /** A graceful stop's state (kit's drain.ts): answers close their connections, streams and sockets end. */
   drain?: Drain;
+  /** The built web console served at `/` (http/console.ts); none: only the API. */
+  consoleDir?: string;
 }
 
 export interface Gateway {

@@ -55,6 +55,9 @@ export const gatewayEnv = z.object({
   // Longest silence from a service (no byte of its answer): 504 before its headers, the
   // response cut after them. Server-sent event streams and WebSockets are exempt.
   PIER_UPSTREAM_TIMEOUT_MS: millis('PIER_UPSTREAM_TIMEOUT_MS', 100, 3_600_000, 30_000),
+  // The built web console, served at / (http/console.ts): packages/console/dist by default
+  // (where `./pier up` builds it, and where the platform image keeps it); `off` serves none.
+  PIER_CONSOLE_DIR: z.preprocess((v) => (v === '' ? undefined : v), z.string().optional()),
   ...shutdownEnv,
   PIER_TRUSTED_PROXY_HOPS: z.coerce
     .number({ message: 'PIER_TRUSTED_PROXY_HOPS must be a whole number of proxies' })

@@ -8,6 +8,7 @@ import { createGateway } from './app.ts';
 import type { Upstream } from './routing.ts';
 import { RateLimiter } from './http/rate-limit.ts';
 import { answerClientError, GATEWAY_MAX_HEADER_BYTES } from './http/client-errors.ts';
+import { defaultConsoleDir } from './http/console.ts';
 
 export interface GatewayOptions {
   /** Where log lines go (default stdout); tests capture the access log with it. */
@@ -85,7 +86,18 @@ export async function start(config: GatewayConfig, options: GatewayOptions = {})
       life.onStop('idempotency key owners', () => keyClaims!.stop());
     }
     const drain = new Drain();
-    const gateway = createGateway({ logger, auth: answers, upstreams, limits, upstreamTimeoutMs: config.PIER_UPSTREAM_TIMEOUT_MS, metrics, keyClaims, drain });
+    const consoleDir = config.PIER_CONSOLE_DIR === 'off' ? undefined : (config.PIER_CONSOLE_DIR ?? defaultConsoleDir());
+    const gateway = createGateway({
+      logger,
+      auth: answers,
+      upstreams,
+      limits,
+      upstreamTimeoutMs: config.PIER_UPSTREAM_TIMEOUT_MS,
+      metrics,
+      keyClaims,
+      drain,
+      consoleDir,
+    });
     life.onStop('upstream pools', () => gateway.close());
     const { server, port } = await listen(gateway.handle, config.PIER_GATEWAY_PORT, config.PIER_BIND_HOST, { maxHeaderSize: GATEWAY_MAX_HEADER_BYTES });
     server.on('upgrade', gateway.upgrade);

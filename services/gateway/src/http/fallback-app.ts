@@ -2,11 +2,12 @@ import express, { type Express, type NextFunction, type Request, type Response }
 import { errorHandler, loggablePath, NotFoundError, REQUEST_ID_HEADER, type Logger } from '@pier/kit';
 import type { Upstream } from '../routing.ts';
 import { mergedOpenApi, OPENAPI_PATH } from './openapi.ts';
+import { consoleMiddleware } from './console.ts';
 
 const OPENAPI_CACHE_MS = 5000;
 
-/** Everything that is not proxied: health, the OpenAPI document, and JSON 404s. */
-export function createFallbackApp(deps: { logger: Logger; upstreams: Map<Upstream, string> }): Express {
+/** Everything that is not proxied: health, the OpenAPI document, the console's files, and JSON 404s. */
+export function createFallbackApp(deps: { logger: Logger; upstreams: Map<Upstream, string>; consoleDir?: string }): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -35,6 +36,8 @@ export function createFallbackApp(deps: { logger: Logger; upstreams: Map<Upstrea
       next(err);
     }
   });
+
+  if (deps.consoleDir) app.use(consoleMiddleware(deps.consoleDir, deps.logger));
 
   app.use((req: Request, _res: Response, next: NextFunction) => {
     next(new NotFoundError(`no route for ${req.method} ${loggablePath(req.originalUrl)}`, 'route_not_found'));

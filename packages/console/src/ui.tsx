@@ -1,0 +1,193 @@
+// Small shared pieces: API errors in the API's words, a confirmation dialog, copy buttons.
+import type { ComponentChildren } from 'preact';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { messageOf, PierApiError } from './api.ts';
+import { useMutation, type QueryState } from './data.ts';
+
+export function ErrorNote({ error }: { error: unknown }) {
+  if (!error) return null;
+  const forbidden = error instanceof PierApiError && error.status === 403;
+  return (
+    <p class={forbidden ? 'note note-forbidden' : 'note note-error'} role="alert">
+      {forbidden ? 'Not allowed: ' : ''}
+      {messageOf(error)}
+    </p>
+  );
+}
+
+export function Loading({ what }: { what: string }) {
+  return (
+    <p class="muted" role="status">
+      Loading {what}…
+    </p>
+  );
+}
+
+/** A modal `<dialog>`: the browser traps focus in it and Escape cancels it. */
+export function ConfirmDialog(props: {
+  open: boolean;
+  title: string;
+  children: ComponentChildren;
+  confirmLabel: string;
+  pending?: boolean;
+  error?: unknown;
+  onConfirm: () => void;
+  onCancel: () => void;
+}) {
+  const ref = useRef<HTMLDialogElement>(null);
+  useEffect(() => {
+    const d = ref.current;
+    if (!d) return;
+    if (props.open && !d.open) d.showModal();
+    if (!props.open && d.open) d.close();
+  }, [props.open]);
+  return (
+    <dialog
+      ref={ref}
+      aria-labelledby="confirm-title"
+      onCancel={(e) => {
+        e.preventDefault();
+        props.onCancel();
+      }}
+    >
+      <h2 id="confirm-title">{props.title}</h2>
+      <div>{props.children}</div>
+      <ErrorNote error={props.error} />
+      <div class="actions">
+        <button type="button" onClick={props.onCancel}>
+          Cancel
+        </button>
+        <button type="button" class="danger" disabled={props.pending} onClick={props.onConfirm}>
+          {props.pending ? 'Working…' : props.confirmLabel}
+        </button>
+      </div>
+    </dialog>
+  );
+}
+
+async function copyText(text: string): Promise<boolean> {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    return false; // not a secure context, or permission refused: the text stays selectable
+  }
+}
+
+export function CopyButton({ text, label = 'Copy' }: { text: string; label?: string }) {
+  const [state, setState] = useState<'idle' | 'copied' | 'failed'>('idle');
+  return (
+    <button
+      type="button"
+      onClick={async () => {
+        setState((await copyText(text)) ? 'copied' : 'failed');
+        setTimeout(() => setState('idle'), 2000);
+      }}
+    >
+      {state === 'copied' ? 'Copied' : state === 'failed' ? 'Select and copy it by hand' : label}
+    </button>
+  );
+}
+
+export function StatusBadge({ status }: { status: string }) {
+  return <span class={`badge badge-${status}`}>{status}</span>;
+}
+
+export function when(iso: string | null | undefined): string {
+  if (!iso) return '—';
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString();
+}
+
+/**
+ * A removal behind a confirmation: `button(item)` is a row's button, `dialog` goes once on
+ * the page and asks "<verb> <noun>?" before `remove` runs; it stays open with the API's
+ * message when the removal fails.
+ */
+export function useConfirmedRemoval(opts: { verb: string; noun: string; warning: string; remove: (id: string) => Promise<unknown> }) {
+  const [target, setTarget] = useState<{ id: string; name: string } | null>(null);
+  const m = useMutation(opts.remove);
+  const button = (item: { id: string; name: string }) => (
+    <button type="button" class="danger" aria-label={`${opts.verb} ${opts.noun} ${item.name}`} onClick={() => setTarget({ id: item.id, name: item.name })}>
+      {opts.verb}
+    </button>
+  );
+  const dialog = (
+    <ConfirmDialog
+      open={target !== null}
+      title={`${opts.verb} ${opts.noun}?`}
+      confirmLabel={`${opts.verb} ${opts.noun}`}
+      pending={m.pending}
+      error={m.error}
+      onCancel={() => {
+        m.reset();
+        setTarget(null);
+      }}
+      onConfirm={async () => {
+        if (target && (await m.run(target.id))) setTarget(null);
+      }}
+    >
+      <p>
+        {opts.verb} <strong>{target?.name}</strong>? {opts.warning}
+      </p>
+    </ConfirmDialog>
+  );
+  return { button, dialog };
+}
+
+/**
+ * A list screen's body: the API's error, "Loading…", the empty text, or a table whose rows
+ * carry `data-<kind>="<name>"` (what tests and scripts find them by). `actions` adds a last
+ * column, labelled for screen readers only, for each row's buttons.
+ */
+export function ListTable<T extends { id: string; name: string }>(props: {
+  query: QueryState<{ items: T[] }>;
+  kind: string;
+  what: string;
+  empty: ComponentChildren;
+  columns: string[];
+  caption?: string;
+  actions?: (item: T) => ComponentChildren;
+  cells: (item: T) => ComponentChildren;
+}) {
+  const { query } = props;
+  const items = query.data?.items ?? [];
+  return (
+    <>
+      <ErrorNote error={query.error} />
+      {query.loading && !query.data ? (
+        <Loading what={props.what} />
+      ) : query.error && !query.data ? null : items.length === 0 ? (
+        <p>{props.empty}</p>
+      ) : (
+        <div class="table-wrap">
+          <table>
+            {props.caption && <caption class="sr-only">{props.caption}</caption>}
+            <thead>
+              <tr>
+                {props.columns.map((c) => (
+                  <th scope="col" key={c}>
+                    {c}
+                  </th>
+                ))}
+                {props.actions && (
+                  <th scope="col">
+                    <span class="sr-only">Actions</span>
+                  </th>
+                )}
+              </tr>
+            </thead>
+            <tbody>
+              {items.map((item) => (
+                <tr key={item.id} {...{ [`data-${props.kind}`]: item.name }}>
+                  {props.cells(item)}
+                  {props.actions && <td>{props.actions(item)}</td>}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </>
+  );
+}
