@@ -23,7 +23,8 @@ export interface PierEvent {
 }
 
 /** Keys of event data that may never be stored, at any depth (scrubEventData). */
-const SECRET_KEYS = /^(values?|password|passwd|secret|secrets|token|tokens|api_key|key_hash|token_hash|args|argv|arguments|command|private_key|credentials?|connection_string|external_url|internal_url|url_with_password)$/i;
+const SECRET_KEYS =
+  /^(values?|password|passwd|secret|secrets|token|tokens|api_key|key_hash|token_hash|args|argv|arguments|command|private_key|credentials?|connection_string|external_url|internal_url|url_with_password)$/i;
 /** A URL's user-information part: `scheme://user:password@`. */
 const URL_USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@:]+(?::[^\s/@]*)?@/gi;
 /** Pier's own credentials, should one be quoted in a message: API keys, webhook secrets, JWTs (a bare CLI session token is 64 hex digits, as an image digest is: not told apart). */

@@ -51,7 +51,8 @@ export function routeHandler(route: Route, deps: RouteHandlerDeps) {
       const log = res.locals.log as Logger;
       const gone = new AbortController();
       res.once('close', () => gone.abort());
-      const input = { params, query, body, identity, identityToken, requestId: res.locals.requestId, log, signal: gone.signal, stream };
+      const lastEventId = req.header('last-event-id');
+      const input = { params, query, body, identity, identityToken, requestId: res.locals.requestId, log, signal: gone.signal, stream, lastEventId };
       const key = route.method !== 'get' && route.access !== 'Service' ? idempotencyKeyOf(req.header(IDEMPOTENCY_KEY_HEADER)) : undefined;
       // Events written while the request runs name its caller and address (request-context.ts).
       const result = await runWithRequestContext(requestContextOf(identity, req.headers), () =>
