@@ -1286,6 +1286,169 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/workspaces/{workspaceID}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The workspace's events, newest first: every write made through the API (the audit log: who, with which credential, from where) and the platform's own changes (status changes, backups, wakes, certificates). With `follow=true`, a server-sent event stream of new events (`event: event`, `id:` the event id) that a client resumes with `Last-Event-ID`, missing and repeating nothing. */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    cursor?: string;
+                    type?: string;
+                    resource_id?: string;
+                    vpc_id?: string;
+                    actor?: string;
+                    since?: string;
+                    until?: string;
+                    follow?: "0" | "1" | "true" | "false";
+                };
+                header?: never;
+                path: {
+                    workspaceID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description a page of events (or, with follow=true, a text/event-stream of them) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            items: {
+                                /** @description Event id (a UUID); `id:` of the server-sent event, and what `Last-Event-ID` takes */
+                                id: string;
+                                /** @description What happened, e.g. `api_key.revoked`, `service.status_changed` */
+                                type: string;
+                                /** @description ISO 8601 UTC */
+                                occurred_at: string;
+                                workspace_id: string;
+                                vpc_id: string | null;
+                                resource: {
+                                    kind: string;
+                                    id: string;
+                                    name: string | null;
+                                };
+                                /** @description Who made the change and with which credential; null for the platform's own changes (status changes, backups, wakes) */
+                                actor: {
+                                    user_id: string;
+                                    email: string | null;
+                                    credential: {
+                                        /** @enum {string} */
+                                        kind: "api_key" | "cli_session" | "oidc";
+                                        /** @description The API key's or CLI session's id; null for an OIDC sign-in */
+                                        id: string | null;
+                                        name: string | null;
+                                    } | null;
+                                } | null;
+                                /** @description The client address the gateway saw; null for the platform’s own changes */
+                                source_ip: string | null;
+                                /** @description What changed; never a secret value, password, token or command arguments */
+                                data: {
+                                    [key: string]: unknown;
+                                };
+                            }[];
+                            next_cursor: string | null;
+                        };
+                    };
+                };
+                /** @description a bad filter, limit or cursor (the message and `field` name it) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Workspace not found (or the caller is not a member), or VPC not found in it */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A service this request needs is unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/workspaces/{workspaceID}/members": {
         parameters: {
             query?: never;

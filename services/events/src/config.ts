@@ -10,10 +10,11 @@ export const eventsEnv = serviceEnv.extend({
     .default(90),
   /**
    * Where the durable consumer starts the first time it is created: `all` (every event the
-   * stream still holds) or `new` (only what is published from then on; the tests, whose
-   * NATS many platforms share).
+   * stream still holds), `installed` (what was published from a minute before this
+   * service's schema was made: the tests, whose NATS many platforms share) or `new` (only
+   * what is published from then on).
    */
-  PIER_EVENTS_CONSUME_FROM: z.enum(['all', 'new'], { message: 'PIER_EVENTS_CONSUME_FROM must be all or new' }).default('all'),
+  PIER_EVENTS_CONSUME_FROM: z.enum(['all', 'installed', 'new'], { message: 'PIER_EVENTS_CONSUME_FROM must be all, installed or new' }).default('all'),
   /** How long a delivered event may stay unacknowledged (a consumer that died) before JetStream sends it again. */
   PIER_EVENTS_ACK_WAIT_SECONDS: z.coerce.number().positive().default(10),
   /** How often a follower looks for new events when no notification came (the fallback of LISTEN/NOTIFY). */

@@ -41,11 +41,13 @@ export async function start(config: EventsConfig, opts: StartOptions = {}): Prom
         waitForEvents: (ms, abort) => signal.wait(ms, abort),
         followPollMs: config.PIER_EVENTS_FOLLOW_POLL_MS,
       };
+      const from = config.PIER_EVENTS_CONSUME_FROM;
+      const deliverFrom = from === 'installed' ? new Date((await store.installedAt()).getTime() - 60_000) : from;
       const consumer = new EventConsumer(
         natsTarget(config),
         store,
         logger,
-        { durable: `pier-events-${installation}`, deliverFrom: config.PIER_EVENTS_CONSUME_FROM, ackWaitSeconds: config.PIER_EVENTS_ACK_WAIT_SECONDS },
+        { durable: `pier-events-${installation}`, deliverFrom, ackWaitSeconds: config.PIER_EVENTS_ACK_WAIT_SECONDS },
         () => signal.wake(),
       );
       const trimmer = retention(store, config.PIER_EVENTS_RETENTION_DAYS, opts.retentionEveryMs ?? 3_600_000, logger);

@@ -6,7 +6,7 @@ import { eventOfMessage } from './normalize.ts';
 export interface ConsumerOptions {
   /** The durable consumer's name: one per installation (installations may share a NATS). */
   durable: string;
-  deliverFrom: 'all' | 'new';
+  deliverFrom: 'all' | 'new' | Date;
   ackWaitSeconds: number;
   /** Messages fetched, stored in one transaction, then acknowledged. */
   batch?: number;
@@ -70,7 +70,9 @@ export class EventConsumer implements Background {
       await jsm.consumers.add(EVENTS_STREAM, {
         durable_name: this.opts.durable,
         ack_policy: AckPolicy.Explicit,
-        deliver_policy: this.opts.deliverFrom === 'new' ? DeliverPolicy.New : DeliverPolicy.All,
+        ...(this.opts.deliverFrom instanceof Date
+          ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: this.opts.deliverFrom.toISOString() }
+          : { deliver_policy: this.opts.deliverFrom === 'new' ? DeliverPolicy.New : DeliverPolicy.All }),
         filter_subject: 'pier.events.>',
         ack_wait: nanos(this.opts.ackWaitSeconds * 1000),
         max_ack_pending: 5000,

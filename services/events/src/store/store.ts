@@ -59,6 +59,12 @@ export class KnexEventStore implements EventStore {
     return readInstallationId(this.db);
   }
 
+  /** When this installation's schema was made. */
+  async installedAt(): Promise<Date> {
+    const row = (await this.db('installation').first('created_at')) as { created_at: Date };
+    return row.created_at;
+  }
+
   async insert(events: NewEvent[]): Promise<number> {
     if (events.length === 0) return 0;
     return this.db.transaction(async (trx) => {
