@@ -21,3 +21,23 @@ export async function* serverSentEvents(body: ReadableStream<Uint8Array>): Async
     }
   }
 }
+
+/**
+ * Runs a follow until Ctrl-C (SIGINT or SIGTERM aborts `signal`): the interruption is the end
+ * the user asked for, so it resolves; any other failure is thrown.
+ */
+export async function followUntilInterrupted(follow: (signal: AbortSignal) => Promise<void>): Promise<void> {
+  const stop = new AbortController();
+  const interrupt = () => stop.abort();
+  process.once('SIGINT', interrupt);
+  process.once('SIGTERM', interrupt);
+  try {
+    await follow(stop.signal);
+  } catch (err) {
+    if (stop.signal.aborted) return;
+    throw err;
+  } finally {
+    process.off('SIGINT', interrupt);
+    process.off('SIGTERM', interrupt);
+  }
+}

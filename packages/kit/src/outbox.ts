@@ -18,6 +18,12 @@ export interface PierEvent {
   resourceKind?: string;
   /** The resource's name; `data.name` when absent. */
   resourceName?: string | null;
+  /**
+   * The platform's own change (a status observed, a deployment finished), even when a
+   * request's handling happened to notice it (a read refreshing a status): no actor, no
+   * source address.
+   */
+  byPlatform?: boolean;
   /** What happened. Never a secret value, password, token or a command's arguments: see scrubEventData. */
   data: Record<string, unknown>;
 }
@@ -77,7 +83,7 @@ export async function createOutboxTable(db: Knex): Promise<void> {
  * now (request-context.ts): null in background work, the platform's own changes.
  */
 export async function writeEvent(trx: Knex | Knex.Transaction, event: PierEvent): Promise<void> {
-  const ctx = currentRequestContext();
+  const ctx = event.byPlatform ? undefined : currentRequestContext();
   await trx('outbox').insert({
     subject: eventSubject(event),
     kind: event.kind,

@@ -6,7 +6,7 @@ import { unwrap, type paths } from '@pier/sdk';
 import { examples, integer, run } from '../command.ts';
 import type { Context } from '../context.ts';
 import { CliError } from '../errors.ts';
-import { serverSentEvents } from '../sse.ts';
+import { followUntilInterrupted, serverSentEvents } from '../sse.ts';
 
 const EVENTS = '/api/v1/workspaces/{workspaceID}/events' as const;
 /** The largest page the API gives. */
@@ -80,19 +80,15 @@ async function list(ctx: Context, o: EventsOptions): Promise<void> {
 async function follow(ctx: Context, o: EventsOptions): Promise<void> {
   const client = await ctx.client();
   const workspaceID = await ctx.workspaceId();
-  const stop = new AbortController();
-  const interrupt = () => stop.abort();
-  process.once('SIGINT', interrupt);
-  process.once('SIGTERM', interrupt);
   let last: string | undefined;
-  try {
+  await followUntilInterrupted(async (signal) => {
     for (;;) {
       const body = await unwrap(
         client.GET(EVENTS, {
           params: { path: { workspaceID }, query: { ...query(o), follow: 'true' } },
           headers: { accept: 'text/event-stream', ...(last ? { 'last-event-id': last } : {}) },
           parseAs: 'stream',
-          signal: stop.signal,
+          signal,
         }),
       );
       let restarted = false;
@@ -106,13 +102,7 @@ async function follow(ctx: Context, o: EventsOptions): Promise<void> {
       if (!restarted) throw new CliError('the event stream ended: the API closed it', 'stream_ended');
       ctx.out.note('pier: the API restarted; following again after the last event');
     }
-  } catch (err) {
-    if (stop.signal.aborted) return;
-    throw err;
-  } finally {
-    process.off('SIGINT', interrupt);
-    process.off('SIGTERM', interrupt);
-  }
+  });
 }
 
 export function register(program: Command): void {
