@@ -99,6 +99,16 @@ describe('the audit log through the gateway', () => {
     }
     const admin = await memberKey(p, oidc, 'events-admin2@example.com', 'admin');
     expect((await p.api(admin).get(events)).status).toBe(200);
+    // Adding them was the owner's doing, with the bootstrap key.
+    const added = await until(
+      async () => ((await owner.get(`${events}?type=member.added`)).body.items as Ev[]).filter((e) => e.data.role === 'viewer'),
+      (found) => found.length > 0,
+      20_000,
+      100,
+    );
+    expect(added).toHaveLength(1);
+    expect(added[0]!.actor).toMatchObject({ email: p.bootstrap.email, credential: { kind: 'api_key', name: 'bootstrap' } });
+    expect(added[0]!.resource.kind).toBe('member');
     const bad = await owner.get(`${events}?since=yesterday`);
     expect(bad.status).toBe(400);
     expect(bad.body).toMatchObject({ code: 'invalid_request', field: 'since' });

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IDENTITY_HEADER } from '@pier/kit';
+import { startServiceUnderTest } from '@pier/testing';
+import { readConfig, start } from '../src/index.ts';
 import { readEventStream, startEvents, until, type Harness, type OutboxPayload } from './support.ts';
 
 // The events service against the suite's real PostgreSQL and NATS: events published on
@@ -150,6 +152,30 @@ describe('following', () => {
     const only = await readEventStream(typed.res, (r) => r.events.length >= 2);
     typed.abort.abort();
     expect(only.events.map((e) => e.id)).toEqual([b.id, more[0]!.id]);
+  }, 40_000);
+});
+
+describe('two instances', () => {
+  it('one consumes; a follower of the other hears of each event (LISTEN/NOTIFY), not from its poll', async () => {
+    const second = await startServiceUnderTest({
+      schema: 'events',
+      db: h.db,
+      keys: h.keys,
+      start: (e, logs) => start(readConfig(e), { logDestination: logs }),
+      // A poll far longer than the wait below: only a notification can wake it in time.
+      env: { ...h.env, PIER_EVENTS_FOLLOW_POLL_MS: '60000' },
+    });
+    try {
+      const abort = new AbortController();
+      const res = await fetch(`${second.url}${h.base}?follow=true`, { headers: { [IDENTITY_HEADER]: await h.token('admin') }, signal: abort.signal });
+      await new Promise((r) => setTimeout(r, 300));
+      const e = await h.publish({ kind: 'service.woken' });
+      const read = await readEventStream(res, (r) => r.events.length >= 1, 10_000);
+      abort.abort();
+      expect(read.events.map((x) => x.id)).toEqual([e.id]);
+    } finally {
+      await second.running.stop();
+    }
   }, 40_000);
 });
 
