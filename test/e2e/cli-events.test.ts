@@ -1,17 +1,32 @@
 // `pier events` as a user runs it: the audit log after a write made with the CLI (its own
 // CLI session is the credential), filtered; and --follow printing new events until Ctrl-C.
 import { spawn } from 'node:child_process';
+import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { until } from '@pier/testing';
 import { startCli, type CliHarness } from './cli-support.ts';
 
 let cli: CliHarness;
+let receiver: http.Server;
+let hookUrl: string;
+const received: { type: string; id: string | undefined }[] = [];
 beforeAll(async () => {
-  cli = await startCli();
+  receiver = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      received.push({ type: (JSON.parse(body) as { type: string }).type, id: req.headers['webhook-id'] as string | undefined });
+      res.end('ok');
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
+  hookUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
+  cli = await startCli({ env: { events: { PIER_EVENTS_WEBHOOK_ALLOW_HTTP: 'true', PIER_EVENTS_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1' } } });
   expect((await cli.login()).code).toBe(0);
 }, 180_000);
 afterAll(async () => {
   await cli?.stop();
+  await new Promise((r) => receiver?.close(r));
 });
 
 describe('pier events', () => {
@@ -60,5 +75,44 @@ describe('pier events', () => {
       .split('\n')
       .map((l) => JSON.parse(l) as { type: string; resource: { name: string } });
     expect(lines.map((l) => `${l.type} ${l.resource.name}`)).toEqual(['secret.created followed']);
+  }, 60_000);
+});
+
+describe('pier webhooks', () => {
+  it('creates (printing the secret once), lists, tests, shows deliveries, redelivers and deletes', async () => {
+    const created = await cli.pier(['webhooks', 'create', hookUrl, '--event', 'secret.*', '--description', 'cli']);
+    expect(created.code).toBe(0);
+    expect(created.stdout.trim()).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
+    const [hook] = await cli.json(['webhooks', 'list']);
+    expect(hook).toMatchObject({ url: hookUrl, events: ['secret.*'], description: 'cli', enabled: true });
+    expect(JSON.stringify(hook)).not.toContain(created.stdout.trim());
+
+    expect((await cli.pier(['webhooks', 'test', 'cli'])).code).toBe(0);
+    await until(
+      async () => received.filter((r) => r.type === 'webhook.test'),
+      (rs) => rs.length === 1,
+      20_000,
+      100,
+    );
+    const deliveries = await until(
+      () => cli.json(['webhooks', 'deliveries', hook.id]),
+      (ds: any[]) => ds[0]?.state === 'succeeded',
+      20_000,
+      200,
+    );
+    expect(deliveries[0]).toMatchObject({ event_type: 'webhook.test', attempts: [{ status_code: 200 }] });
+    expect((await cli.pier(['webhooks', 'redeliver', hook.id, deliveries[0].id])).code).toBe(0);
+    const twice = await until(
+      async () => received.filter((r) => r.type === 'webhook.test'),
+      (rs) => rs.length === 2,
+      20_000,
+      100,
+    );
+    expect(twice[1]!.id).toBe(deliveries[0].id);
+    const rotated = await cli.pier(['webhooks', 'rotate-secret', hook.id]);
+    expect(rotated.code).toBe(0);
+    expect(rotated.stdout.trim()).toMatch(/^whsec_/);
+    expect((await cli.pier(['webhooks', 'delete', hook.id, '--yes'])).code).toBe(0);
+    expect(await cli.json(['webhooks', 'list'])).toEqual([]);
   }, 60_000);
 });

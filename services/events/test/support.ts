@@ -9,6 +9,8 @@ export { until, readEventStream } from '@pier/testing';
 
 export type Harness = ServiceUnderTest<RunningEvents> & {
   base: string;
+  /** Deletes a webhook of the harness's workspace, as an admin. */
+  delete(webhookId: string): Promise<{ status: number }>;
   /** Publishes an event as a service's outbox relay would; returns its payload. */
   publish(over?: Partial<OutboxPayload>, msgId?: string): Promise<OutboxPayload>;
   /** Waits until the durable consumer exists (it starts from new messages in tests). */
@@ -45,6 +47,7 @@ export async function startEvents(env: Record<string, string | undefined> = {}):
   const stop = h.stop;
   return Object.assign(h, {
     base: `/api/v1/workspaces/${h.workspaceId}/events`,
+    delete: (webhookId: string) => h.request('DELETE', `/api/v1/workspaces/${h.workspaceId}/webhooks/${webhookId}`, undefined, { role: 'admin' }),
     async publish(over: Partial<OutboxPayload> = {}, msgId?: string) {
       const resourceId = over.resource_id ?? randomUUID();
       const p: OutboxPayload = {

@@ -1,5 +1,6 @@
 import type { Logger } from '@pier/kit';
 import type { EventStore } from './store-port.ts';
+import type { WebhooksContext } from './webhooks.ts';
 
 export interface EventsContext {
   store: EventStore;
@@ -10,4 +11,6 @@ export interface EventsContext {
    */
   waitForEvents(ms: number, signal: AbortSignal): Promise<void>;
   followPollMs: number;
+  /** The workspace's webhook endpoints and their deliveries. */
+  hooks: WebhooksContext;
 }

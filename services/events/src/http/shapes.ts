@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { listOf } from '@pier/kit';
 import type { StoredEvent } from '../domain/records.ts';
+import { eventView } from '../domain/event-view.ts';
 
 const credentialSchema = z.object({
   kind: z.enum(['api_key', 'cli_session', 'oidc']),
@@ -26,16 +27,5 @@ export const eventSchema = z.object({
 
 export const eventListSchema = listOf(eventSchema);
 
-export function eventJson(e: StoredEvent): z.infer<typeof eventSchema> {
-  return {
-    id: e.id,
-    type: e.type,
-    occurred_at: e.occurredAt.toISOString(),
-    workspace_id: e.workspaceId ?? '',
-    vpc_id: e.vpcId,
-    resource: e.resource,
-    actor: e.actor,
-    source_ip: e.sourceIp,
-    data: e.data,
-  };
-}
+/** An event as the API answers it. */
+export const eventJson = (e: StoredEvent): z.infer<typeof eventSchema> => eventView(e);

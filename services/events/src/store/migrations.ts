@@ -58,4 +58,59 @@ export const migrations: Migration[] = [
     up: (db) => createLeasesTable(db),
     down: (db) => db.schema.dropTable('leases'),
   },
+  {
+    // Webhook endpoints (their signing secrets: needed to sign, so kept; never answered
+    // but once), what is to be delivered to them, and every attempt.
+    name: '0006_webhooks',
+    up: async (db) => {
+      await db.raw(`
+        create table webhooks (
+          id uuid primary key default gen_random_uuid(),
+          workspace_id text not null,
+          url text not null,
+          events text[] not null,
+          description text not null default '',
+          enabled boolean not null,
+          disabled_reason text,
+          secret text not null,
+          previous_secret text,
+          previous_secret_until timestamptz,
+          created_at timestamptz not null default now(),
+          updated_at timestamptz not null default now()
+        )`);
+      await db.raw(`create index webhooks_listing on webhooks (workspace_id, created_at, id)`);
+      await db.raw(`
+        create table webhook_deliveries (
+          id uuid primary key default gen_random_uuid(),
+          webhook_id uuid not null references webhooks (id) on delete cascade,
+          event_id uuid not null,
+          event_type text not null,
+          event jsonb not null,
+          occurred_at timestamptz not null,
+          state text not null check (state in ('pending', 'succeeded', 'failed')),
+          attempts_in_round int not null default 0,
+          next_attempt_at timestamptz,
+          created_at timestamptz not null default now(),
+          unique (webhook_id, event_id)
+        )`);
+      await db.raw(`create index webhook_deliveries_due on webhook_deliveries (next_attempt_at) where state = 'pending'`);
+      await db.raw(`create index webhook_deliveries_listing on webhook_deliveries (webhook_id, created_at, id)`);
+      await db.raw(`
+        create table webhook_attempts (
+          id bigint generated always as identity primary key,
+          delivery_id uuid not null references webhook_deliveries (id) on delete cascade,
+          attempted_at timestamptz not null default now(),
+          status_code int,
+          latency_ms int not null,
+          response text,
+          error text
+        )`);
+      await db.raw(`create index webhook_attempts_delivery on webhook_attempts (delivery_id, id)`);
+    },
+    down: async (db) => {
+      await db.schema.dropTable('webhook_attempts');
+      await db.schema.dropTable('webhook_deliveries');
+      await db.schema.dropTable('webhooks');
+    },
+  },
 ];

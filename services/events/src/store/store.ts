@@ -1,6 +1,8 @@
 import { keysetPage, mapPage, readInstallationId, type Knex, type Page, type PageRequest } from '@pier/kit';
 import type { EventActor, EventFilters, NewEvent, StoredEvent } from '../domain/records.ts';
 import type { EventStore } from '../domain/store-port.ts';
+import { eventView } from '../domain/event-view.ts';
+import { matches } from '../domain/webhook-rules.ts';
 
 /** The channel an insert notifies: every instance's followers look (store/notifications.ts). */
 export const STORED_CHANNEL = 'pier_events_stored';
@@ -35,6 +37,34 @@ function toEvent(r: Row): StoredEvent {
     sourceIp: r.source_ip,
     data: r.data,
   };
+}
+
+/**
+ * A delivery to every enabled endpoint of the event's workspace that asked for its type, in
+ * the transaction that stores the event: an event stored is an event delivered, at least once.
+ */
+async function queueDeliveries(trx: Knex.Transaction, events: NewEvent[]): Promise<void> {
+  const workspaces = [...new Set(events.map((e) => e.workspaceId).filter((w): w is string => w !== null))];
+  if (workspaces.length === 0) return;
+  const hooks = (await trx('webhooks').whereIn('workspace_id', workspaces).where({ enabled: true }).select('id', 'workspace_id', 'events')) as {
+    id: string;
+    workspace_id: string;
+    events: string[];
+  }[];
+  const rows = events.flatMap((e) =>
+    hooks
+      .filter((h) => h.workspace_id === e.workspaceId && matches(h.events, e.type))
+      .map((h) => ({
+        webhook_id: h.id,
+        event_id: e.id,
+        event_type: e.type,
+        event: JSON.stringify(eventView(e)),
+        occurred_at: e.occurredAt,
+        state: 'pending',
+        next_attempt_at: trx.fn.now(),
+      })),
+  );
+  if (rows.length > 0) await trx('webhook_deliveries').insert(rows).onConflict(['webhook_id', 'event_id']).ignore();
 }
 
 /** Escapes LIKE's wildcards in a type prefix. */
@@ -84,7 +114,13 @@ export class KnexEventStore implements EventStore {
         data: JSON.stringify(e.data),
       }));
       const inserted: { id: string }[] = await trx('events').insert(rows).onConflict('id').ignore().returning('id');
-      if (inserted.length > 0) await trx.raw('select pg_notify(?, ?)', [STORED_CHANNEL, '']);
+      if (inserted.length === 0) return 0;
+      const fresh = new Set(inserted.map((r) => r.id));
+      await queueDeliveries(
+        trx,
+        events.filter((e) => fresh.has(e.id)),
+      );
+      await trx.raw('select pg_notify(?, ?)', [STORED_CHANNEL, '']);
       return inserted.length;
     });
   }
@@ -111,6 +147,10 @@ export class KnexEventStore implements EventStore {
 
   async trim(cutoff: Date, batch: number): Promise<number> {
     const oldest = this.db('events').where('occurred_at', '<', cutoff).orderBy('occurred_at').limit(batch).select('seq');
-    return this.db('events').whereIn('seq', oldest).delete();
+    const deleted: number = await this.db('events').whereIn('seq', oldest).delete();
+    // Deliveries (and their attempts) past the retention go with their events.
+    const finished = this.db('webhook_deliveries').where('created_at', '<', cutoff).whereNot({ state: 'pending' }).limit(batch).select('id');
+    await this.db('webhook_deliveries').whereIn('id', finished).delete();
+    return deleted;
   }
 }
