@@ -90,6 +90,21 @@ describe('the audit log through the gateway', () => {
     expect(deleted.actor).toMatchObject({ email: 'events-admin@example.com', credential: { kind: 'oidc', id: null, name: null } });
   });
 
+  it("names the actor of a service's create and delete; its status changes are the platform's own", async () => {
+    const base = `/api/v1/workspaces/${p.bootstrap.workspaceId}/vpcs/${p.bootstrap.vpcId}/services`;
+    const svc = await owner.post(base, { name: 'audited-web', image: 'pier/tiny-http:1' });
+    expect(svc.status).toBe(201);
+    const created = await eventOf('service.created', svc.body.id);
+    expect(created.actor).toMatchObject({ email: p.bootstrap.email, credential: { kind: 'api_key', name: 'bootstrap' } });
+    expect(created.resource).toEqual({ kind: 'service', id: svc.body.id, name: 'audited-web' });
+    const changed = await eventOf('service.status_changed', svc.body.id);
+    expect(changed.actor).toBeNull();
+    expect(changed.source_ip).toBeNull();
+    expect([202, 204]).toContain((await owner.delete(`${base}/${svc.body.id}`)).status);
+    const deleted = await eventOf('service.deleted', svc.body.id);
+    expect(deleted.actor?.credential).toMatchObject({ kind: 'api_key', name: 'bootstrap' });
+  }, 60_000);
+
   it('is for Owners and Admins: a Developer and a Viewer get 403', async () => {
     for (const role of ['developer', 'viewer'] as const) {
       const key = await memberKey(p, oidc, `events-${role}@example.com`, role);
