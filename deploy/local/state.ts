@@ -41,12 +41,13 @@ export async function loadState(home: string): Promise<{ state: LocalState; file
   // Fill in only what is missing, so an older state file keeps its keys and passwords.
   const state: LocalState = {
     identity: found.identity ?? (await generateIdentityKeys()),
-    servicePasswords: found.servicePasswords ?? (Object.fromEntries(SERVICE_SCHEMAS.map((s) => [s, secret()])) as Record<ServiceSchema, string>),
+    // Per entry: a state file from before a service existed (events) gets that one's password.
+    servicePasswords: Object.fromEntries(SERVICE_SCHEMAS.map((s) => [s, found.servicePasswords?.[s] ?? secret()])) as Record<ServiceSchema, string>,
     postgresPassword: found.postgresPassword ?? secret(),
     secretsStoreKey: found.secretsStoreKey ?? randomBytes(32).toString('base64'),
     computeKeys: found.computeKeys ?? (await generateIdentityKeys()),
     gatewayKeys: found.gatewayKeys ?? (await generateIdentityKeys()),
-    natsPasswords: found.natsPasswords ?? (Object.fromEntries(NATS_USERS.map((u) => [u, secret()])) as Record<NatsUser, string>),
+    natsPasswords: Object.fromEntries(NATS_USERS.map((u) => [u, found.natsPasswords?.[u] ?? secret()])) as Record<NatsUser, string>,
   };
   const created = Object.keys(found).length === 0;
   if (JSON.stringify(found) !== JSON.stringify(state)) {

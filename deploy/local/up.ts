@@ -47,6 +47,7 @@ const ports = {
   databases: num('PIER_DATABASES_HTTP_PORT', 7103),
   secretsHttp: num('PIER_SECRETS_HTTP_PORT', 7104),
   secretsGrpc: num('PIER_SECRETS_GRPC_PORT', 7114),
+  events: num('PIER_EVENTS_HTTP_PORT', 7105),
   postgres: num('PIER_POSTGRES_PORT', 7120),
   nats: num('PIER_LOCAL_NATS_PORT', 7122),
 };
@@ -72,7 +73,7 @@ async function checkPorts(wanted: [string, number][]): Promise<void> {
     throw new MissingDependency(
       `these ports are already in use (is Pier already running?):\n${busy.join('\n')}\n` +
         'stop what holds them, or choose others with PIER_GATEWAY_PORT, PIER_GATEWAY_METRICS_PORT, PIER_AUTH_HTTP_PORT, PIER_AUTH_GRPC_PORT, PIER_COMPUTE_HTTP_PORT, ' +
-        'PIER_DATABASES_HTTP_PORT, PIER_SECRETS_HTTP_PORT, PIER_SECRETS_GRPC_PORT, PIER_POSTGRES_PORT, PIER_LOCAL_NATS_PORT',
+        'PIER_DATABASES_HTTP_PORT, PIER_SECRETS_HTTP_PORT, PIER_SECRETS_GRPC_PORT, PIER_EVENTS_HTTP_PORT, PIER_POSTGRES_PORT, PIER_LOCAL_NATS_PORT',
     );
   }
 }
@@ -115,6 +116,7 @@ async function main(): Promise<void> {
     ['databases', ports.databases],
     ['secrets http', ports.secretsHttp],
     ['secrets grpc', ports.secretsGrpc],
+    ['events', ports.events],
     ...(env.PIER_DATABASE_URL ? [] : ([['embedded PostgreSQL', ports.postgres]] as [string, number][])),
   ]);
 
@@ -149,6 +151,7 @@ async function main(): Promise<void> {
     compute: local(ports.compute),
     databases: local(ports.databases),
     secrets: local(ports.secretsHttp),
+    events: local(ports.events),
     auth: local(ports.authHttp),
     gateway: env.PIER_PUBLIC_URL || local(ports.gateway),
   };
@@ -187,6 +190,7 @@ async function main(): Promise<void> {
       `${urls.databases}/healthz`,
       childOptions,
     ),
+    new ServiceProcess('events', entry('events'), { ...common('events'), PIER_EVENTS_HTTP_PORT: String(ports.events) }, `${urls.events}/healthz`, childOptions),
   ];
   for (const s of resources) {
     s.start(root);
@@ -231,6 +235,7 @@ async function main(): Promise<void> {
       PIER_COMPUTE_URL: urls.compute,
       PIER_DATABASES_URL: urls.databases,
       PIER_SECRETS_URL: urls.secrets,
+      PIER_EVENTS_URL: urls.events,
       PIER_CONSOLE_DIR: consoleDir,
     },
     `${local(ports.gateway)}/healthz`,

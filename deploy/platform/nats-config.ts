@@ -9,7 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { natsInboxPrefix } from '@pier/kit';
 
-export const NATS_USERS = ['auth', 'compute', 'databases', 'secrets', 'gateway'] as const;
+export const NATS_USERS = ['auth', 'compute', 'databases', 'secrets', 'gateway', 'events'] as const;
 export type NatsUser = (typeof NATS_USERS)[number];
 
 export interface NatsPermissions {

@@ -8,12 +8,14 @@ import * as auth from '../../services/auth/src/store/migrations.ts';
 import * as compute from '../../services/compute/src/store/migrations.ts';
 import * as databases from '../../services/databases/src/store/migrations.ts';
 import * as secrets from '../../services/secrets/src/store/migrations.ts';
+import * as events from '../../services/events/src/store/migrations.ts';
 
 export const MIGRATIONS: Record<ServiceSchema, Migration[]> = {
   auth: auth.migrations,
   compute: compute.migrations,
   databases: databases.migrations,
   secrets: secrets.migrations,
+  events: events.migrations,
 };
 
 /** The role password of each service, from PIER_<SERVICE>_DATABASE_PASSWORD (the chart's Secret). */

@@ -58,7 +58,14 @@ beforeAll(async () => {
   p = await startPlatformAt({
     postgresAdminUrl: inject('postgresAdminUrl') ?? process.env.PIER_TEST_POSTGRES_URL!,
     natsUrl: url,
-    env: { auth: creds('auth'), compute: creds('compute'), databases: creds('databases'), secrets: creds('secrets'), gateway: creds('gateway') },
+    env: {
+      auth: creds('auth'),
+      compute: creds('compute'),
+      databases: creds('databases'),
+      secrets: creds('secrets'),
+      gateway: creds('gateway'),
+      events: creds('events'),
+    },
   });
   const db = new pg.Client({ connectionString: p.database.adminUrl });
   await db.connect();
@@ -87,7 +94,7 @@ describe('the platform on NATS with a user per service', () => {
     const owner = p.api(p.bootstrap.token);
     const { workspaceId: ws, vpcId: vpc } = p.bootstrap;
     // Every service's relay connects and finds (or makes) the events stream: /readyz says so.
-    for (const base of [p.serviceUrls.auth, p.serviceUrls.compute!, p.serviceUrls.databases!, p.serviceUrls.secrets!]) {
+    for (const base of [p.serviceUrls.auth, p.serviceUrls.compute!, p.serviceUrls.databases!, p.serviceUrls.secrets!, p.serviceUrls.events!]) {
       const ready = await (await fetch(`${base}/readyz`)).json();
       expect(ready.checks.nats).toEqual({ ok: true });
     }
@@ -124,6 +131,14 @@ describe('the platform on NATS with a user per service', () => {
       await settle();
       const info = JSON.parse(obs.messages[0]?.data ?? '{}') as { state?: { subjects?: Record<string, number> } };
       kinds = Object.keys(info.state?.subjects ?? {}).map((s) => s.split('.')[4]!);
+    }
+    // Events reads them through its own durable consumer, as its user may: the audit log has them.
+    const logUntil = Date.now() + 20_000;
+    for (;;) {
+      const stored = (await owner.get(`/api/v1/workspaces/${ws}/events?type=api_key.revoked`)).body.items as unknown[];
+      if (stored.length === 5) break;
+      if (Date.now() > logUntil) throw new Error(`the audit log has ${stored.length} of 5 revocations; server log:\n${violations().join('\n')}`);
+      await new Promise((r) => setTimeout(r, 100));
     }
     console.info(`revocations answered in ${revokeMs.map((ms) => ms.toFixed(0)).join(', ')} ms (the lease is 500 ms: acknowledged, not waited out)`);
     expect(violations()).toEqual([]);

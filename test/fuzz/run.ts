@@ -13,7 +13,7 @@
  *   - POST .../vpcs/{vpcID}/databases: provisioning starts a database container per call
  *     (tens of seconds each on two cores); the database paths are fuzzed against an id that
  *     does not exist, so they answer their documented 404 (and 400 for bad input).
- *   - `follow=true` on GET .../logs: an event stream that only ends when the client leaves.
+ *   - `follow=true` on GET .../logs and GET .../events: event streams that only end when the client leaves.
  *   - DELETE of a service, VPC, secret or domain gets a throwaway one, so the fixtures stay;
  *     the API key, member and CLI session the other deletes name are made for them alone.
  * The edge runs (custom domains and uptime need it); ./hooks.py lets schemathesis send the
@@ -172,6 +172,7 @@ function config(gatewayUrl: string, token: string, f: Fixtures): string {
     op('DELETE', '/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/secrets/{secretID}', `parameters = ${tomlTable(pathParams({ secretID: f.doomed.secretID }))}`),
     op('DELETE', `${services}/{serviceID}/domains/{domainID}`, `parameters = ${tomlTable(pathParams({ domainID: f.doomed.domainID }))}`),
     op('GET', `${services}/{serviceID}/logs`, `parameters = ${tomlTable({ 'query.follow': 'false' })}`),
+    op('GET', '/api/v1/workspaces/{workspaceID}/events', `parameters = ${tomlTable({ 'query.follow': 'false' })}`),
   ].join('\n');
 }
 

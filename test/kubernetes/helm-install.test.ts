@@ -34,7 +34,10 @@ beforeAll(async () => {
   bench = await chartBench('pier-helm');
   ({ k, keysFile, ns, tool, madeVpcNamespaces } = bench);
   oneOfEachFile = path.join(path.dirname(keysFile), 'one-of-each.yaml');
-  await writeFile(oneOfEachFile, JSON.stringify(Object.fromEntries(['gateway', 'auth', 'compute', 'databases', 'secrets'].map((p) => [p, { replicas: 1 }]))));
+  await writeFile(
+    oneOfEachFile,
+    JSON.stringify(Object.fromEntries(['gateway', 'auth', 'compute', 'databases', 'secrets', 'events'].map((p) => [p, { replicas: 1 }]))),
+  );
 });
 
 afterAll(async () => {

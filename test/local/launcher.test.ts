@@ -1,5 +1,5 @@
 // `./pier up`'s launcher for real: the embedded PostgreSQL, Debian's nats-server and the
-// five services as its children, on free ports. Its output in a pipe is JSON lines without
+// six services as its children, on free ports. Its output in a pipe is JSON lines without
 // health checks; and a SIGKILL of the launcher (no chance to clean up) still stops every
 // child and frees every port, because the kernel tells them (parent-death.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -22,6 +22,7 @@ const PORT_VARS = [
   'PIER_DATABASES_HTTP_PORT',
   'PIER_SECRETS_HTTP_PORT',
   'PIER_SECRETS_GRPC_PORT',
+  'PIER_EVENTS_HTTP_PORT',
   'PIER_POSTGRES_PORT',
   'PIER_LOCAL_NATS_PORT',
 ];
@@ -99,7 +100,7 @@ describe('./pier up in a pipe', () => {
     const res = await fetch(`http://127.0.0.1:${ports.PIER_GATEWAY_PORT}/api/v1/workspaces`, { headers: { authorization: `Bearer ${token}` } });
     expect(res.status).toBe(200);
     const records = output.map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(new Set(records.map((r) => r.service))).toEqual(new Set(['pier', 'auth', 'compute', 'databases', 'secrets', 'gateway']));
+    expect(new Set(records.map((r) => r.service))).toEqual(new Set(['pier', 'auth', 'compute', 'databases', 'secrets', 'events', 'gateway']));
     expect(records.find((r) => r.msg === 'Pier is running')).toMatchObject({
       api: `http://127.0.0.1:${ports.PIER_GATEWAY_PORT}/api/v1`,
       console: `http://127.0.0.1:${ports.PIER_GATEWAY_PORT}/`,
@@ -118,7 +119,7 @@ describe('a SIGKILL of the launcher', () => {
   it('stops every service, NATS and PostgreSQL, and frees every port', async () => {
     const children = await descendants(launcher.pid!);
     const names = children.map((c) => c.command);
-    for (const service of ['auth', 'compute', 'databases', 'secrets', 'gateway']) {
+    for (const service of ['auth', 'compute', 'databases', 'secrets', 'events', 'gateway']) {
       expect(names.some((n) => n.includes(`services/${service}/src/main.ts`))).toBe(true);
     }
     expect(names.some((n) => n.includes('nats-server'))).toBe(true);

@@ -15,6 +15,7 @@ import * as auth from '@pier/auth';
 import * as compute from '@pier/compute';
 import * as databases from '@pier/databases';
 import * as secrets from '@pier/secrets';
+import * as events from '@pier/events';
 import { api, type Api } from './api.ts';
 
 /** Environment variables handed to one service, on top of what the harness sets. */
@@ -37,7 +38,7 @@ export interface PlatformOptions {
   computeLog?: NodeJS.WritableStream;
 }
 
-export type ServiceName = 'auth' | 'compute' | 'databases' | 'secrets';
+export type ServiceName = 'auth' | 'compute' | 'databases' | 'secrets' | 'events';
 
 export interface Platform {
   /** `http://127.0.0.1:<port>` of the gateway; every public path starts with `/api/v1`. */
@@ -52,6 +53,7 @@ export interface Platform {
     databases?: string;
     secrets?: string;
     secretsGrpc?: string;
+    events?: string;
     /** The gateway's internal port: /metrics, /healthz, /readyz. */
     gatewayMetrics?: string;
   };
@@ -118,6 +120,14 @@ export async function startPlatformAt(opts: PlatformOptions): Promise<Platform> 
     started.push(sec);
     serviceUrls.secrets = url(sec.httpPort);
     const secretsGrpc = `127.0.0.1:${sec.grpcPort}`;
+
+    // Events, before anything writes one; it reads the suite's shared stream from a
+    // minute before its schema was made (other platforms' events land under their workspaces).
+    const ev = await events.start(
+      events.readConfig(clean({ ...common('events'), PIER_EVENTS_HTTP_PORT: '0', PIER_EVENTS_CONSUME_FROM: 'installed', ...env.events })),
+    );
+    started.push(ev);
+    serviceUrls.events = url(ev.httpPort);
 
     // Auth starts last (it is told where the others are), but databases asks it about VPCs
     // (a fork into another VPC): its gRPC port is chosen up front.
@@ -193,6 +203,7 @@ export async function startPlatformAt(opts: PlatformOptions): Promise<Platform> 
           PIER_COMPUTE_URL: serviceUrls.compute,
           PIER_DATABASES_URL: serviceUrls.databases,
           PIER_SECRETS_URL: serviceUrls.secrets,
+          PIER_EVENTS_URL: serviceUrls.events,
           // Suites poll through one token far faster than any client should; the limits
           // themselves are tested with small values in test/e2e/rate-limits.test.ts.
           PIER_RATE_LIMIT_TOKEN_PER_HOUR: '100000000',

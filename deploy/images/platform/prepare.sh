@@ -18,7 +18,7 @@
 set -euo pipefail
 here=$(pwd)
 repo=$(cd ../../.. && pwd)
-packages=(packages/kit services/auth services/compute services/databases services/gateway services/secrets)
+packages=(packages/kit services/auth services/compute services/databases services/gateway services/secrets services/events)
 
 node_bin=$(readlink -f "$(command -v node)")
 
@@ -63,7 +63,7 @@ printf 'packages:\n  - packages/kit\n  - services/*\n' >.prepared/app/pnpm-works
   const dev = root.devDependencies;
   const pkg = { name: "pier-platform", private: true, type: "module", packageManager: root.packageManager,
     dependencies: { tsx: dev.tsx, pg: dev.pg } };
-  for (const s of ["auth", "compute", "databases", "gateway", "secrets", "kit"]) pkg.dependencies[`@pier/${s}`] = "workspace:*";
+  for (const s of ["auth", "compute", "databases", "gateway", "secrets", "events", "kit"]) pkg.dependencies[`@pier/${s}`] = "workspace:*";
   require("fs").writeFileSync(".prepared/app/package.json", JSON.stringify(pkg, null, 2) + "\n");
 ' "$repo/package.json"
 pnpm=(pnpm)

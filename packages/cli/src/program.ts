@@ -8,6 +8,8 @@ import { register as registerServices } from './commands/services.ts';
 import { register as registerDatabases } from './commands/databases.ts';
 import { register as registerSecrets } from './commands/secrets.ts';
 import { register as registerKeys } from './commands/keys.ts';
+import { register as registerEvents } from './commands/events.ts';
+import { register as registerWebhooks } from './commands/webhooks.ts';
 import { CliError } from './errors.ts';
 import { Output } from './output.ts';
 import { VERSION } from './version.ts';
@@ -38,6 +40,8 @@ Exit status: 0 on success, 1 when the API or the operation failed, 2 for a usage
   registerDatabases(program);
   registerSecrets(program);
   registerKeys(program);
+  registerEvents(program);
+  registerWebhooks(program);
   // Every sub-command: same error handling (thrown, not exit()), same help after errors.
   const configure = (c: Command) => {
     c.exitOverride().showHelpAfterError('(add --help for usage)');

@@ -78,7 +78,7 @@ export function isUuid(value: string): boolean {
   return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
 }
 
-export const SERVICE_SCHEMAS = ['auth', 'compute', 'databases', 'secrets'] as const;
+export const SERVICE_SCHEMAS = ['auth', 'compute', 'databases', 'secrets', 'events'] as const;
 export type ServiceSchema = (typeof SERVICE_SCHEMAS)[number];
 
 /**

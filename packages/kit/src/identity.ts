@@ -27,6 +27,25 @@ export interface Identity {
    * (services/auth README, "CLI sessions").
    */
   apiKeyId?: string;
+  /** The credential this request came with (its kind, id and name): the audit log's actor. */
+  credential?: Credential;
+}
+
+/** The credential a request was made with, as auth puts it in the identity token. */
+export interface Credential {
+  kind: 'api_key' | 'cli_session' | 'oidc';
+  /** The API key's or CLI session's id; null for an OIDC sign-in (no stored credential). */
+  id: string | null;
+  name: string | null;
+}
+
+const CREDENTIAL_KINDS = new Set<string>(['api_key', 'cli_session', 'oidc']);
+
+function credentialOf(claim: unknown): Credential | undefined {
+  if (!claim || typeof claim !== 'object') return undefined;
+  const c = claim as Record<string, unknown>;
+  if (typeof c.k !== 'string' || !CREDENTIAL_KINDS.has(c.k)) return undefined;
+  return { kind: c.k as Credential['kind'], id: typeof c.i === 'string' ? c.i : null, name: typeof c.n === 'string' ? c.n : null };
 }
 
 type Key = CryptoKey | KeyObject | Uint8Array;
@@ -50,6 +69,7 @@ export async function signIdentity(privateKey: Key, identity: Identity, ttlSecon
   if (identity.vpcId) claims.vpc = identity.vpcId;
   if (identity.role) claims.role = identity.role;
   if (identity.apiKeyId) claims.key = identity.apiKeyId;
+  if (identity.credential) claims.cred = { k: identity.credential.kind, i: identity.credential.id, n: identity.credential.name };
   return new SignJWT(claims)
     .setProtectedHeader({ alg: ALG })
     .setSubject(identity.subject)
@@ -92,6 +112,7 @@ export class IdentityVerifier {
         vpcId: payload.vpc as string | undefined,
         role: payload.role as Role | undefined,
         apiKeyId: payload.key as string | undefined,
+        credential: credentialOf(payload.cred),
       };
       if (this.cache.size > 10_000) this.cache.clear();
       this.cache.set(token, { identity, exp: payload.exp ?? now });

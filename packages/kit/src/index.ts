@@ -15,6 +15,7 @@ export * from './vpc-path.ts';
 export * from './error-responses.ts';
 export * from './pagination.ts';
 export * from './outbox.ts';
+export * from './request-context.ts';
 export * from './nats-connect.ts';
 export * from './metrics.ts';
 export * from './readiness.ts';

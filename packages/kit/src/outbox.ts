@@ -1,6 +1,8 @@
 import { connect, type NatsConnection, type JetStreamClient, RetentionPolicy, StorageType } from 'nats';
 import type { Knex } from 'knex';
+import { randomUUID } from 'node:crypto';
 import type { Logger } from './logger.ts';
+import { currentRequestContext } from './request-context.ts';
 import { natsConnectOptions, type NatsServer } from './nats-connect.ts';
 
 export const EVENTS_STREAM = 'PIER_EVENTS';
@@ -12,7 +14,49 @@ export interface PierEvent {
   vpcId?: string | null;
   /** Id of the resource the event is about. */
   resourceId: string;
+  /** The resource's kind; the event kind's first word when absent (`secret.created` → `secret`). */
+  resourceKind?: string;
+  /** The resource's name; `data.name` when absent. */
+  resourceName?: string | null;
+  /**
+   * The platform's own change (a status observed, a deployment finished), even when a
+   * request's handling happened to notice it (a read refreshing a status): no actor, no
+   * source address.
+   */
+  byPlatform?: boolean;
+  /** What happened. Never a secret value, password, token or a command's arguments: see scrubEventData. */
   data: Record<string, unknown>;
+}
+
+/** Keys of event data that may never be stored, at any depth (scrubEventData). */
+const SECRET_KEYS =
+  /^(values?|password|passwd|secret|secrets|token|tokens|api_key|key_hash|token_hash|args|argv|arguments|command|private_key|credentials?|connection_string|external_url|internal_url|url_with_password)$/i;
+/** A URL's user-information part: `scheme://user:password@`. */
+const URL_USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@:]+(?::[^\s/@]*)?@/gi;
+/** Pier's own credentials, should one be quoted in a message: API keys, webhook secrets, JWTs (a bare CLI session token is 64 hex digits, as an image digest is: not told apart). */
+const TOKEN_SHAPES = /\b(sk-[0-9a-f]{64}|whsec_[A-Za-z0-9+/=]{16,}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})/g;
+
+/**
+ * The safety net under every event's data: keys that name secret material are removed,
+ * and strings have a URL's password and anything shaped like a Pier token replaced. The
+ * events themselves are written to carry none (each service's domain/events.ts); this
+ * keeps a future field or an error message that quotes a URL from leaking one.
+ */
+export function scrubEventData(value: unknown): unknown {
+  if (typeof value === 'string') return value.replace(URL_USERINFO, '$1[redacted]@').replace(TOKEN_SHAPES, '[redacted]');
+  if (Array.isArray(value)) return value.map(scrubEventData);
+  if (value && typeof value === 'object' && !(value instanceof Date)) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) if (!SECRET_KEYS.test(k)) out[k] = scrubEventData(v);
+    return out;
+  }
+  return value;
+}
+
+/** The resource an event is about, as the audit log shows it. */
+export function eventResource(event: PierEvent): { kind: string; id: string; name: string | null } {
+  const name = event.resourceName !== undefined ? event.resourceName : typeof event.data.name === 'string' ? event.data.name : null;
+  return { kind: event.resourceKind ?? event.kind.split('.')[0]!, id: event.resourceId, name };
 }
 
 export function eventSubject(e: PierEvent): string {
@@ -35,18 +79,24 @@ export async function createOutboxTable(db: Knex): Promise<void> {
 
 /**
  * Writes an event in the caller's transaction: the event exists exactly when the change
- * it describes was committed.
+ * it describes was committed. The actor and source address come from the request running
+ * now (request-context.ts): null in background work, the platform's own changes.
  */
 export async function writeEvent(trx: Knex | Knex.Transaction, event: PierEvent): Promise<void> {
+  const ctx = event.byPlatform ? undefined : currentRequestContext();
   await trx('outbox').insert({
     subject: eventSubject(event),
     kind: event.kind,
     payload: {
+      id: randomUUID(),
       kind: event.kind,
       workspace_id: event.workspaceId,
       vpc_id: event.vpcId ?? null,
       resource_id: event.resourceId,
-      data: event.data,
+      resource: eventResource(event),
+      actor: ctx?.actor ?? null,
+      source_ip: ctx?.sourceIp ?? null,
+      data: scrubEventData(event.data),
       occurred_at: new Date().toISOString(),
     },
   });

@@ -1,4 +1,5 @@
 import type { Logger } from './logger.ts';
+import { runAsPlatform } from './request-context.ts';
 
 /** How a loop reports its failures: to this logger, as "<what> failed". */
 export interface PeriodicReport {
@@ -84,8 +85,10 @@ export class Periodic {
 
   private schedule(): void {
     if (this.stopped) return;
+    // Outside any request's context: a pass's events are the platform's own, even when the
+    // loop was started or woken while a request ran.
     this.timer = setTimeout(() => {
-      this.running = this.guard(this.pass);
+      this.running = runAsPlatform(() => this.guard(this.pass));
     }, this.intervalMs);
     this.timer.unref?.();
   }

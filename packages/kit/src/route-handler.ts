@@ -9,6 +9,7 @@ import { parseWith, refuseNul } from './request-parsing.ts';
 import { hasNoBody, rawBodyOf } from './request-body.ts';
 import { answerIdempotently } from './route-idempotency.ts';
 import { writeEvents } from './sse.ts';
+import { requestContextOf, runWithRequestContext } from './request-context.ts';
 import type { UpgradeRoute } from './upgrade.ts';
 import type { Drain } from './drain.ts';
 
@@ -50,12 +51,15 @@ export function routeHandler(route: Route, deps: RouteHandlerDeps) {
       const log = res.locals.log as Logger;
       const gone = new AbortController();
       res.once('close', () => gone.abort());
-      const input = { params, query, body, identity, identityToken, requestId: res.locals.requestId, log, signal: gone.signal, stream };
+      const lastEventId = req.header('last-event-id');
+      const input = { params, query, body, identity, identityToken, requestId: res.locals.requestId, log, signal: gone.signal, stream, lastEventId };
       const key = route.method !== 'get' && route.access !== 'Service' ? idempotencyKeyOf(req.header(IDEMPOTENCY_KEY_HEADER)) : undefined;
-      const result =
+      // Events written while the request runs name its caller and address (request-context.ts).
+      const result = await runWithRequestContext(requestContextOf(identity, req.headers), () =>
         key !== undefined && deps.idempotency
-          ? await answerIdempotently({ keys: deps.idempotency, key, logger: deps.logger }, route, req, res, input)
-          : await route.handler(input);
+          ? answerIdempotently({ keys: deps.idempotency, key, logger: deps.logger }, route, req, res, input)
+          : route.handler(input),
+      );
       await send(res, result, gone, deps);
     } catch (err) {
       // The first attempt is still running: a client that retries learns when to try again.

@@ -25,6 +25,8 @@ export interface RouteInput<P, Q, B> {
   log: Logger;
   /** Aborted when the client goes away: a streamed answer (`events`) stops then. */
   signal: AbortSignal;
+  /** The `Last-Event-ID` header: where a reconnecting server-sent event client left off. */
+  lastEventId?: string;
   /**
    * The request body as it arrives, for a route with `rawBody`: reading past the route's
    * limit fails the stream with a PayloadTooLargeError (a 413).
@@ -32,8 +34,9 @@ export interface RouteInput<P, Q, B> {
   stream?: Readable;
 }
 
-/** One server-sent event: `data` is sent as JSON. */
+/** One server-sent event: `data` is sent as JSON; `id`, when set, is what a reconnecting client sends back as `Last-Event-ID`. */
 export interface ServerSentEvent {
+  id?: string;
   event?: string;
   data: unknown;
 }

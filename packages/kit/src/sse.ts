@@ -30,7 +30,7 @@ export async function writeEvents(
   try {
     for await (const e of events) {
       if (gone.signal.aborted) break;
-      res.write(`${e.event ? `event: ${e.event}\n` : ''}data: ${JSON.stringify(e.data)}\n\n`);
+      res.write(`${e.id ? `id: ${e.id.replace(/[\r\n]/g, '')}\n` : ''}${e.event ? `event: ${e.event}\n` : ''}data: ${JSON.stringify(e.data)}\n\n`);
     }
   } finally {
     clearInterval(keepAlive);

@@ -9,6 +9,7 @@ import type { Requirement } from './roles.ts';
 import { IDENTITY_HEADER, type Identity, type IdentityVerifier } from './identity.ts';
 import { PierError, errorBody, httpStatusOf } from './errors.ts';
 import { checkScope } from './route.ts';
+import { requestContextOf, runWithRequestContext } from './request-context.ts';
 import { parseWith, refuseNul } from './request-parsing.ts';
 import { loggablePath, REQUEST_ID_HEADER } from './middleware.ts';
 import { writeSocketError } from './socket-response.ts';
@@ -118,10 +119,13 @@ export function upgradeHandler(opts: { routes: UpgradeRoute[]; verifier: Identit
       const query = route.query ? parseWith(route.query, rawQuery, 'query') : rawQuery;
       refuseNul(query, 'query');
       const input = { params, query, identity, requestId, log };
-      const session = await route.accept(input);
-      wss.handleUpgrade(req, socket, head, (ws) => {
-        done(101);
-        route.connected(ws, session, input);
+      // A session's events (a shell's start and end) name its caller and address.
+      await runWithRequestContext(requestContextOf(identity, req.headers), async () => {
+        const session = await route.accept(input);
+        wss.handleUpgrade(req, socket, head, (ws) => {
+          done(101);
+          route.connected(ws, session, input);
+        });
       });
     })().catch(refuse);
   };

@@ -192,7 +192,7 @@ export class UrlGuard {
    */
   async request(
     start: CheckedUrl,
-    options: { method?: string; headers?: Record<string, string>; maxRedirects?: number; timeoutMs?: number; signal?: AbortSignal } = {},
+    options: { method?: string; headers?: Record<string, string>; body?: string; maxRedirects?: number; timeoutMs?: number; signal?: AbortSignal } = {},
   ): Promise<{ final: CheckedUrl; response: http.IncomingMessage }> {
     let current = start;
     for (let hop = 0; ; hop++) {
@@ -223,7 +223,7 @@ export function pinnedLookup(checked: Pick<CheckedUrl, 'address' | 'family'>): L
 
 function pinnedRequest(
   checked: CheckedUrl,
-  options: { method?: string; headers?: Record<string, string>; timeoutMs?: number; signal?: AbortSignal },
+  options: { method?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number; signal?: AbortSignal },
 ): Promise<http.IncomingMessage> {
   const client = checked.url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
@@ -242,6 +242,6 @@ function pinnedRequest(
     );
     req.on('timeout', () => req.destroy(new Error(`no answer from ${checked.host} within ${options.timeoutMs ?? 15_000} ms`)));
     req.on('error', reject);
-    req.end();
+    req.end(options.body);
   });
 }

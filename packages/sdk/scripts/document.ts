@@ -7,6 +7,7 @@ import { authRestRoutes } from '@pier/auth';
 import { computeRoutes, computeUpgrades } from '@pier/compute';
 import { databasesRoutes } from '@pier/databases';
 import { secretsRoutes } from '@pier/secrets';
+import { eventsRoutes } from '@pier/events';
 import { mergeOpenApi, type Paths, type Upstream } from '@pier/gateway';
 
 /**
@@ -33,6 +34,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
     ['compute', described(computeRoutes(unused), computeUpgrades(unused, unused))],
     ['databases', described(databasesRoutes(unused))],
     ['secrets', described(secretsRoutes(unused))],
+    ['events', described(eventsRoutes(unused))],
   ];
   return mergeOpenApi(parts);
 }

@@ -1286,6 +1286,169 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/workspaces/{workspaceID}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The workspace's events, newest first: every write made through the API (the audit log: who, with which credential, from where) and the platform's own changes (status changes, backups, wakes, certificates). With `follow=true`, a server-sent event stream of new events (`event: event`, `id:` the event id) that a client resumes with `Last-Event-ID`, missing and repeating nothing. */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    cursor?: string;
+                    type?: string;
+                    resource_id?: string;
+                    vpc_id?: string;
+                    actor?: string;
+                    since?: string;
+                    until?: string;
+                    follow?: "0" | "1" | "true" | "false";
+                };
+                header?: never;
+                path: {
+                    workspaceID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description a page of events (or, with follow=true, a text/event-stream of them) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            items: {
+                                /** @description Event id (a UUID); `id:` of the server-sent event, and what `Last-Event-ID` takes */
+                                id: string;
+                                /** @description What happened, e.g. `api_key.revoked`, `service.status_changed` */
+                                type: string;
+                                /** @description ISO 8601 UTC */
+                                occurred_at: string;
+                                workspace_id: string;
+                                vpc_id: string | null;
+                                resource: {
+                                    kind: string;
+                                    id: string;
+                                    name: string | null;
+                                };
+                                /** @description Who made the change and with which credential; null for the platform's own changes (status changes, backups, wakes) */
+                                actor: {
+                                    user_id: string;
+                                    email: string | null;
+                                    credential: {
+                                        /** @enum {string} */
+                                        kind: "api_key" | "cli_session" | "oidc";
+                                        /** @description The API key's or CLI session's id; null for an OIDC sign-in */
+                                        id: string | null;
+                                        name: string | null;
+                                    } | null;
+                                } | null;
+                                /** @description The client address the gateway saw; null for the platform’s own changes */
+                                source_ip: string | null;
+                                /** @description What changed; never a secret value, password, token or command arguments */
+                                data: {
+                                    [key: string]: unknown;
+                                };
+                            }[];
+                            next_cursor: string | null;
+                        };
+                    };
+                };
+                /** @description a bad filter, limit or cursor (the message and `field` name it) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Workspace not found (or the caller is not a member), or VPC not found in it */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A service this request needs is unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/workspaces/{workspaceID}/members": {
         parameters: {
             query?: never;
@@ -11142,6 +11305,1317 @@ export interface paths {
                 };
             };
         };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceID}/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The workspace's webhook endpoints (never their secrets) */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    cursor?: string;
+                };
+                header?: never;
+                path: {
+                    workspaceID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description a page of endpoints */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            items: {
+                                id: string;
+                                workspace_id: string;
+                                url: string;
+                                /** @description Event types, prefixes ending in `.*`, or `*` */
+                                events: string[];
+                                description: string;
+                                enabled: boolean;
+                                /** @description Why the platform disabled the endpoint (a delivery failed its whole retry schedule); null otherwise */
+                                disabled_reason: string | null;
+                                created_at: string;
+                                updated_at: string;
+                            }[];
+                            next_cursor: string | null;
+                        };
+                    };
+                };
+                /** @description bad limit or cursor */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Workspace not found (or the caller is not a member), or VPC not found in it */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A service this request needs is unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Add a webhook endpoint: matching events are POSTed to it, signed the Standard Webhooks way. The answer carries the signing `secret`, once. */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. A replay carries `secret` as null: it is shown once and never stored. */
+                    "Idempotency-Key"?: string;
+                };
+                path: {
+                    workspaceID: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description Where events are POSTed: https:// on a public address (the same URL guard as git builds) */
+                        url: string;
+                        /** @description Event types, prefixes ending in `.*`, or `*` */
+                        events: string[];
+                        /**
+                         * @description What the endpoint is for
+                         * @default
+                         */
+                        description?: string;
+                        /** @default true */
+                        enabled?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description the endpoint, with its secret */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            workspace_id: string;
+                            url: string;
+                            /** @description Event types, prefixes ending in `.*`, or `*` */
+                            events: string[];
+                            description: string;
+                            enabled: boolean;
+                            /** @description Why the platform disabled the endpoint (a delivery failed its whole retry schedule); null otherwise */
+                            disabled_reason: string | null;
+                            created_at: string;
+                            updated_at: string;
+                            /** @description Shown once; null when the answer is replayed for an Idempotency-Key */
+                            secret: (string | null) | null;
+                        };
+                    };
+                };
+                /** @description bad input, or a URL the guard refuses (`url_not_allowed`: not https, credentials, a private, loopback or link-local address); the message names the field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Workspace not found (or the caller is not a member), or VPC not found in it */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_in_use`: a request with this Idempotency-Key is still running */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `payload_too_large`: the request body is over the limit (256 KB of JSON) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A service this request needs is unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceID}/webhooks/{webhookID}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A webhook endpoint (never its secret) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    webhookID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the endpoint */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            workspace_id: string;
+                            url: string;
+                            /** @description Event types, prefixes ending in `.*`, or `*` */
+                            events: string[];
+                            description: string;
+                            enabled: boolean;
+                            /** @description Why the platform disabled the endpoint (a delivery failed its whole retry schedule); null otherwise */
+                            disabled_reason: string | null;
+                            created_at: string;
+                            updated_at: string;
+                        };
+                    };
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description webhook not found (`webhook_not_found`) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A service this request needs is unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Remove an endpoint, with its deliveries */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
+                path: {
+                    workspaceID: string;
+                    webhookID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description removed */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Invalid request (`invalid_idempotency_key`: a malformed Idempotency-Key) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description webhook not found (`webhook_not_found`) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_in_use`: a request with this Idempotency-Key is still running */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A service this request needs is unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        /** Change an endpoint: url, events, description, enabled (true also re-enables one the platform disabled) */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
+                path: {
+                    workspaceID: string;
+                    webhookID: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        url?: string;
+                        events?: string[];
+                        description?: string;
+                        /** @description true also re-enables an endpoint the platform disabled */
+                        enabled?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description the endpoint */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            workspace_id: string;
+                            url: string;
+                            /** @description Event types, prefixes ending in `.*`, or `*` */
+                            events: string[];
+                            description: string;
+                            enabled: boolean;
+                            /** @description Why the platform disabled the endpoint (a delivery failed its whole retry schedule); null otherwise */
+                            disabled_reason: string | null;
+                            created_at: string;
+                            updated_at: string;
+                        };
+                    };
+                };
+                /** @description bad input, or a URL the guard refuses (`url_not_allowed`: not https, credentials, a private, loopback or link-local address); the message names the field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description webhook not found (`webhook_not_found`) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_in_use`: a request with this Idempotency-Key is still running */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `payload_too_large`: the request body is over the limit (256 KB of JSON) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A service this request needs is unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceID}/webhooks/{webhookID}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The endpoint's deliveries, newest first, each with every attempt: time, status code, latency, the answer's first bytes, error */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                    cursor?: string;
+                };
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    webhookID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description a page of deliveries */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            items: {
+                                /** @description The delivery, and its `webhook-id` header (the same on every attempt) */
+                                id: string;
+                                webhook_id: string;
+                                event_id: string;
+                                event_type: string;
+                                /** @enum {string} */
+                                state: "pending" | "succeeded" | "failed";
+                                next_attempt_at: string | null;
+                                created_at: string;
+                                attempts: {
+                                    at: string;
+                                    status_code: number | null;
+                                    latency_ms: number;
+                                    /** @description The answer's first bytes (1 KiB at most) */
+                                    response: string | null;
+                                    error: string | null;
+                                }[];
+                            }[];
+                            next_cursor: string | null;
+                        };
+                    };
+                };
+                /** @description bad limit or cursor */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description webhook not found (`webhook_not_found`) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A service this request needs is unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceID}/webhooks/{webhookID}/deliveries/{deliveryID}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a delivery again now, with the same `webhook-id`, from the start of the retry schedule */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
+                path: {
+                    workspaceID: string;
+                    webhookID: string;
+                    deliveryID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the delivery, queued */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description The delivery, and its `webhook-id` header (the same on every attempt) */
+                            id: string;
+                            webhook_id: string;
+                            event_id: string;
+                            event_type: string;
+                            /** @enum {string} */
+                            state: "pending" | "succeeded" | "failed";
+                            next_attempt_at: string | null;
+                            created_at: string;
+                            attempts: {
+                                at: string;
+                                status_code: number | null;
+                                latency_ms: number;
+                                /** @description The answer's first bytes (1 KiB at most) */
+                                response: string | null;
+                                error: string | null;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Invalid request (`invalid_idempotency_key`: a malformed Idempotency-Key) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description webhook or delivery not found (`webhook_not_found`, `delivery_not_found`) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_in_use`: a request with this Idempotency-Key is still running */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A service this request needs is unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceID}/webhooks/{webhookID}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A new signing secret, shown once; the old one keeps signing beside it (a second signature) for 24 hours */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. A replay carries `secret` as null: it is shown once and never stored. */
+                    "Idempotency-Key"?: string;
+                };
+                path: {
+                    workspaceID: string;
+                    webhookID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the endpoint, with its new secret */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            workspace_id: string;
+                            url: string;
+                            /** @description Event types, prefixes ending in `.*`, or `*` */
+                            events: string[];
+                            description: string;
+                            enabled: boolean;
+                            /** @description Why the platform disabled the endpoint (a delivery failed its whole retry schedule); null otherwise */
+                            disabled_reason: string | null;
+                            created_at: string;
+                            updated_at: string;
+                            /** @description Shown once; null when the answer is replayed for an Idempotency-Key */
+                            secret: (string | null) | null;
+                        };
+                    };
+                };
+                /** @description Invalid request (`invalid_idempotency_key`: a malformed Idempotency-Key) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description webhook not found (`webhook_not_found`) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_in_use`: a request with this Idempotency-Key is still running */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A service this request needs is unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceID}/webhooks/{webhookID}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a `webhook.test` event to the endpoint now; its delivery is answered (follow it in …/deliveries) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Makes the request safe to retry: sent again with the same key, method, path and body within 24 hours, it is not run again and gets the first answer (with `Idempotent-Replayed: true`). 1 to 255 printable ASCII characters; a new UUID per request is a good choice. */
+                    "Idempotency-Key"?: string;
+                };
+                path: {
+                    workspaceID: string;
+                    webhookID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the delivery, queued */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description The delivery, and its `webhook-id` header (the same on every attempt) */
+                            id: string;
+                            webhook_id: string;
+                            event_id: string;
+                            event_type: string;
+                            /** @enum {string} */
+                            state: "pending" | "succeeded" | "failed";
+                            next_attempt_at: string | null;
+                            created_at: string;
+                            attempts: {
+                                at: string;
+                                status_code: number | null;
+                                latency_ms: number;
+                                /** @description The answer's first bytes (1 KiB at most) */
+                                response: string | null;
+                                error: string | null;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Invalid request (`invalid_idempotency_key`: a malformed Idempotency-Key) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description insufficient workspace permissions */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description webhook not found (`webhook_not_found`) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_in_use`: a request with this Idempotency-Key is still running */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `idempotency_key_reused`: this Idempotency-Key was sent with a different method, path or body */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A service this request needs is unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;

@@ -2,6 +2,8 @@
 // JSON data, and the comment lines (keep-alives) in between, until the test has seen enough.
 
 export interface ServerSentEventRead {
+  /** The `id:` line, when the event had one. */
+  id?: string;
   event?: string;
   data: any;
 }
@@ -40,13 +42,15 @@ export async function readEventStream(res: Response, enough: (read: EventStreamR
         const block = text.slice(0, end);
         text = text.slice(end + 2);
         let event: string | undefined;
+        let id: string | undefined;
         const data: string[] = [];
         for (const line of block.split('\n')) {
           if (line.startsWith(':')) read.comments.push(line.slice(1).trim());
           else if (line.startsWith('event:')) event = line.slice(6).trim();
+          else if (line.startsWith('id:')) id = line.slice(3).trim();
           else if (line.startsWith('data:')) data.push(line.slice(5).trimStart());
         }
-        if (data.length) read.events.push({ event, data: JSON.parse(data.join('\n')) });
+        if (data.length) read.events.push({ ...(id === undefined ? {} : { id }), event, data: JSON.parse(data.join('\n')) });
       }
     }
     return read;

@@ -11,7 +11,7 @@ import { DockerEngine } from '../src/cluster/docker-engine.ts';
 let c: Compute;
 let nc: NatsConnection;
 let events: Subscription;
-const seen: { kind: string; resource_id: string; data: Record<string, any> }[] = [];
+const seen: { kind: string; resource_id: string; actor: Record<string, unknown> | null; data: Record<string, any> }[] = [];
 let web: { id: string; name: string };
 
 beforeAll(async () => {
@@ -175,6 +175,9 @@ describe('a shell in a running replica', () => {
       resource_id: web.id,
       data: { user_id: started[0]!.data.user_id, replica: '0', program: 'sh', arg_count: 2, exit_code: 5, reason: 'exited' },
     });
+    // Both name who opened the session (the audit log), the end too, whenever it comes.
+    expect(started[0]!.actor).toMatchObject({ user_id: started[0]!.data.user_id, email: 'owner@example.test' });
+    expect(ended[0]!.actor).toEqual(started[0]!.actor);
     expect(started[0]!.data).not.toHaveProperty('command');
     expect(ended[0]!.data).not.toHaveProperty('command');
     expect(ended[0]!.data.duration_ms).toBeGreaterThanOrEqual(0);

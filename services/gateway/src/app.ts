@@ -7,6 +7,7 @@ import {
   errorBody,
   httpStatusOf,
   IDENTITY_HEADER,
+  CLIENT_ADDRESS_HEADER,
   loggablePath,
   NotFoundError,
   RECONNECT_CLOSE_CODE,
@@ -118,7 +119,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     setRateLimitHeaders(res, a.limits);
     // The bearer token stops here (the forwarder drops it); services trust only the
     // identity auth just signed.
-    a.proxy.forwarder.forward(req, res, { requestId, identity: a.identity });
+    a.proxy.forwarder.forward(req, res, { requestId, identity: a.identity, clientAddress: clientAddress(req, limits.trustedHops) });
   };
 
   // Below level info there is no access log, and no per-request listener for it either.
@@ -191,6 +192,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
         req.url = query ? `${path}?${query}` : path;
         delete req.headers.authorization;
         req.headers[IDENTITY_HEADER] = a.identity;
+        req.headers[CLIENT_ADDRESS_HEADER] = clientAddress(req, limits.trustedHops);
         (req as UpgradeRequest)[UPGRADE_DONE] = { answered: false, done, headers: rateLimitHeaders(a.limits) };
         if (streamsEnd) endWithInstance(socket, streamsEnd);
         a.proxy.handle.upgrade(req, socket as never, head);

@@ -40,6 +40,7 @@ export const gatewayEnv = z.object({
   PIER_COMPUTE_URL: optionalUrl('PIER_COMPUTE_URL'),
   PIER_DATABASES_URL: optionalUrl('PIER_DATABASES_URL'),
   PIER_SECRETS_URL: optionalUrl('PIER_SECRETS_URL'),
+  PIER_EVENTS_URL: optionalUrl('PIER_EVENTS_URL'),
   // Rate limits: a bucket per bearer token, and one per source address for requests
   // without a token auth accepted. GitHub allows 5000 requests an hour per token, Heroku 4500.
   PIER_RATE_LIMIT_TOKEN_PER_HOUR: count('PIER_RATE_LIMIT_TOKEN_PER_HOUR', 'requests per hour', 5000),

@@ -1,7 +1,7 @@
 // Which service owns a public path, and which workspace and VPC it names. Pure string
 // work on the hot path: a few indexOf calls, and slices only for the ids we hand to auth.
 
-export type Upstream = 'auth' | 'compute' | 'databases' | 'secrets';
+export type Upstream = 'auth' | 'compute' | 'databases' | 'secrets' | 'events';
 
 export interface RouteTarget {
   upstream: Upstream;
@@ -42,7 +42,7 @@ function segmentIs(path: string, from: number, end: number, word: string): boole
 
 /**
  * `/api/v1/workspaces/{ws}/vpcs/{vpc}/{services|databases|secrets}...` goes to that
- * service; every other `/api/v1` path goes to auth (workspaces, members, VPCs, API keys,
+ * service, `/api/v1/workspaces/{ws}/{events|webhooks}...` to events; every other `/api/v1` path goes to auth (workspaces, members, VPCs, API keys,
  * CLI sessions — and auth's own JSON 404 for anything unknown). Returns null outside
  * `/api/v1`. `path` must not carry a query string.
  */
@@ -60,9 +60,10 @@ export function routeOf(path: string): RouteTarget | null {
   end = segmentEnd(path, from);
   const workspaceId = decode(path.slice(from, end));
   if (end + 1 >= n) return { upstream: 'auth', workspaceId, vpcId: '' };
-  // /vpcs
+  // /vpcs (or /events and /webhooks: the events service's audit log, stream and webhooks)
   from = end + 1;
   end = segmentEnd(path, from);
+  if (segmentIs(path, from, end, 'events') || segmentIs(path, from, end, 'webhooks')) return { upstream: 'events', workspaceId, vpcId: '' };
   if (!segmentIs(path, from, end, 'vpcs') || end + 1 >= n) return { upstream: 'auth', workspaceId, vpcId: '' };
   // /{vpc}
   from = end + 1;

@@ -47,6 +47,7 @@ export async function start(config: GatewayConfig, options: GatewayOptions = {})
     if (config.PIER_COMPUTE_URL) upstreams.set('compute', config.PIER_COMPUTE_URL);
     if (config.PIER_DATABASES_URL) upstreams.set('databases', config.PIER_DATABASES_URL);
     if (config.PIER_SECRETS_URL) upstreams.set('secrets', config.PIER_SECRETS_URL);
+    if (config.PIER_EVENTS_URL) upstreams.set('events', config.PIER_EVENTS_URL);
     const metrics = createGatewayMetrics();
     const auth = new AuthClient(config.PIER_AUTH_GRPC_URL, {
       serviceKey: config.PIER_GATEWAY_SERVICE_PRIVATE_KEY,

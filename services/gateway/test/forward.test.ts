@@ -30,7 +30,7 @@ async function setUp(upstream: http.RequestListener): Promise<{ port: number; so
   const forwarder = new Forwarder('compute', `http://127.0.0.1:${upPort}`, createLogger('test', 'silent'), 5000, agent);
   const port = await listen((req, res) => {
     res.setHeader('x-request-id', 'rid-1');
-    forwarder.forward(req, res, { requestId: 'rid-1', identity: 'signed-identity' });
+    forwarder.forward(req, res, { requestId: 'rid-1', identity: 'signed-identity', clientAddress: '127.0.0.1' });
   });
   return { port, sockets };
 }
@@ -135,7 +135,7 @@ describe('Forwarder (the hot path proxy)', () => {
     const dead = await listen(() => undefined);
     await new Promise((r) => servers.pop()!.close(r));
     const forwarder = new Forwarder('secrets', `http://127.0.0.1:${dead}`, createLogger('test', 'silent'), 5000, agent);
-    const port = await listen((req, res) => forwarder.forward(req, res, { requestId: 'r', identity: 'i' }));
+    const port = await listen((req, res) => forwarder.forward(req, res, { requestId: 'r', identity: 'i', clientAddress: '127.0.0.1' }));
     const res = await send(port, { path: '/c' });
     expect(res.status).toBe(503);
     expect(JSON.parse(res.body)).toEqual({ error: 'secrets service unavailable', code: 'upstream_unavailable' });

@@ -12,6 +12,13 @@ describe('routeOf', () => {
     expect(routeOf(`/api/v1/workspaces/${ws}/vpcs/${vpc}/secrets`)?.upstream).toBe('secrets');
   });
 
+  it("sends a workspace's events and webhooks to events", () => {
+    expect(routeOf(`/api/v1/workspaces/${ws}/events`)).toEqual({ upstream: 'events', workspaceId: ws, vpcId: '' });
+    expect(routeOf(`/api/v1/workspaces/${ws}/events/anything`)?.upstream).toBe('events');
+    expect(routeOf(`/api/v1/workspaces/${ws}/eventsx`)?.upstream).toBe('auth');
+    expect(routeOf(`/api/v1/workspaces/${ws}/webhooks/w1/deliveries`)).toEqual({ upstream: 'events', workspaceId: ws, vpcId: '' });
+  });
+
   it('sends everything else under /api/v1 to auth', () => {
     expect(routeOf('/api/v1/workspaces')).toEqual({ upstream: 'auth', workspaceId: '', vpcId: '' });
     expect(routeOf('/api/v1/workspaces/')).toEqual({ upstream: 'auth', workspaceId: '', vpcId: '' });

@@ -85,6 +85,12 @@ http://{{ include "pier.host" (dict "root" .root "part" .part) }}:{{ .port }}
   valueFrom: {secretKeyRef: {name: {{ include "pier.secretName" .root }}, key: compute-public-key}}
 {{- end -}}
 
+{{- define "pier.env.events" -}}
+{{ include "pier.env.db" . }}
+- {name: PIER_EVENTS_HTTP_PORT, value: "7105"}
+- {name: PIER_EVENTS_RETENTION_DAYS, value: {{ .root.Values.events.retentionDays | quote }}}
+{{- end -}}
+
 {{- define "pier.env.gateway" -}}
 - {name: PIER_GATEWAY_PORT, value: "7100"}
 - {name: PIER_GATEWAY_METRICS_PORT, value: "7109"}
@@ -93,6 +99,7 @@ http://{{ include "pier.host" (dict "root" .root "part" .part) }}:{{ .port }}
 - {name: PIER_COMPUTE_URL, value: {{ include "pier.url" (dict "root" .root "part" "compute" "port" 7102) | quote }}}
 - {name: PIER_DATABASES_URL, value: {{ include "pier.url" (dict "root" .root "part" "databases" "port" 7103) | quote }}}
 - {name: PIER_SECRETS_URL, value: {{ include "pier.url" (dict "root" .root "part" "secrets" "port" 7104) | quote }}}
+- {name: PIER_EVENTS_URL, value: {{ include "pier.url" (dict "root" .root "part" "events" "port" 7105) | quote }}}
 - name: PIER_GATEWAY_SERVICE_PRIVATE_KEY
   valueFrom: {secretKeyRef: {name: {{ include "pier.secretName" .root }}, key: gateway-private-key}}
 {{ include "pier.env.nats" . }}

@@ -7,7 +7,7 @@ import { examples, integer, run } from '../command.ts';
 import type { Context } from '../context.ts';
 import { CliError } from '../errors.ts';
 import { service, SERVICE } from '../resources.ts';
-import { serverSentEvents } from '../sse.ts';
+import { followUntilInterrupted, serverSentEvents } from '../sse.ts';
 
 const LOGS = `${SERVICE}/logs` as const;
 const HISTORY = `${SERVICE}/logs/history` as const;
@@ -58,21 +58,17 @@ function checkOptions(o: LogsOptions): void {
  */
 async function follow(ctx: Context, ref: string, o: LogsOptions): Promise<void> {
   const { client, path } = await service(ctx, ref);
-  const stop = new AbortController();
-  const interrupt = () => stop.abort();
-  process.once('SIGINT', interrupt);
-  process.once('SIGTERM', interrupt);
   // The newest timestamp printed (RFC 3339, fixed width: compared as text) and the lines printed with it.
   let newest = '';
   let printedAtNewest = new Set<string>();
-  try {
+  await followUntilInterrupted(async (signal) => {
     for (let since = o.since; ; since = newest || o.since) {
       const body = await unwrap(
         client.GET(LOGS, {
           params: { path, query: { follow: 'true', since, replica: o.replica, limit: o.limit } },
           headers: { accept: 'text/event-stream' },
           parseAs: 'stream',
-          signal: stop.signal,
+          signal,
         }),
       );
       let restarted = false;
@@ -95,14 +91,7 @@ async function follow(ctx: Context, ref: string, o: LogsOptions): Promise<void> 
       if (!restarted) throw new CliError('the log stream ended: the API closed it', 'stream_ended');
       ctx.out.note('pier: the API restarted; following again from the last line');
     }
-  } catch (err) {
-    // Ctrl-C: the end the user asked for.
-    if (stop.signal.aborted) return;
-    throw err;
-  } finally {
-    process.off('SIGINT', interrupt);
-    process.off('SIGTERM', interrupt);
-  }
+  });
 }
 
 async function recent(ctx: Context, ref: string, o: LogsOptions): Promise<void> {

@@ -30,6 +30,9 @@ export class CachingIdentityMinter implements IdentityMinter {
       identity.role ?? '',
       identity.email ?? '',
       identity.apiKeyId ?? '',
+      identity.credential?.kind ?? '',
+      identity.credential?.id ?? '',
+      identity.credential?.name ?? '',
     ].join('\n');
     const now = this.now();
     const hit = this.cache.get(cacheKey);

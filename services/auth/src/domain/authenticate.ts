@@ -56,6 +56,12 @@ export async function authenticate(ctx: AuthContext, req: AuthenticateRequest): 
     role,
     // Carried so that a CLI session this request mints is bound to the same key.
     apiKeyId: found.api_key_id ?? undefined,
+    // Who did it with what: every event the request writes names this credential.
+    credential: {
+      kind: table === 'api_keys' ? 'api_key' : table === 'cli_sessions' ? 'cli_session' : 'oidc',
+      id: found.credential_id,
+      name: found.credential_name,
+    },
   };
   const minted = await ctx.minter.mint(identity);
   const now = ctx.now().getTime();

@@ -76,6 +76,8 @@ export interface BootstrapRow {
  */
 export interface Resolved {
   credential_id: string | null;
+  /** The API key's or CLI session's name (the audit log's credential); null for a user signing in with OIDC. */
+  credential_name: string | null;
   /** The API key the credential is, or the key the CLI session was minted with; else null. */
   api_key_id: string | null;
   user_id: string;

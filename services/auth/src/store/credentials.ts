@@ -14,7 +14,7 @@ const scopeJoins = `
 const epoch = `(select epoch from auth.auth_epoch where id = 1) as epoch`;
 
 const API_KEY_SQL = `
-  select k.id as credential_id, k.id as api_key_id, u.id as user_id, u.email, m.role, (v.id is not null) as vpc_found, k.expires_at, ${epoch}
+  select k.id as credential_id, k.name as credential_name, k.id as api_key_id, u.id as user_id, u.email, m.role, (v.id is not null) as vpc_found, k.expires_at, ${epoch}
   from auth.api_keys k
   join auth.users u on u.id = k.user_id
   ${scopeJoins}
@@ -24,7 +24,7 @@ const API_KEY_SQL = `
 // session revoked in the same transaction, and the key's own state is read here as well,
 // so the session can never outlive the key (least() ignores a key's null expiry).
 const SESSION_SQL = `
-  select s.id as credential_id, s.api_key_id, u.id as user_id, u.email, m.role, (v.id is not null) as vpc_found,
+  select s.id as credential_id, s.name as credential_name, s.api_key_id, u.id as user_id, u.email, m.role, (v.id is not null) as vpc_found,
     least(s.expires_at, k.expires_at) as expires_at, ${epoch}
   from auth.cli_sessions s
   join auth.users u on u.id = s.user_id
@@ -34,7 +34,7 @@ const SESSION_SQL = `
     and (s.api_key_id is null or (k.revoked_at is null and (k.expires_at is null or k.expires_at > now())))`;
 
 const USER_SQL = `
-  select null as credential_id, null as api_key_id, u.id as user_id, u.email, m.role, (v.id is not null) as vpc_found, null as expires_at, ${epoch}
+  select null as credential_id, null as credential_name, null as api_key_id, u.id as user_id, u.email, m.role, (v.id is not null) as vpc_found, null as expires_at, ${epoch}
   from auth.users u
   ${scopeJoins}
   where u.email = $3`;

@@ -27,12 +27,17 @@ export type ExecRecord = {
 export const events = {
   created: (s: Service) => event(s, 'service.created', { status: s.status, service_type: s.service_type }),
   updated: (s: Service, fields: string[]) => event(s, 'service.updated', { fields }),
-  statusChanged: (s: Service, from: ServiceStatus, to: ServiceStatus, message: string | null) =>
-    event(s, 'service.status_changed', { from, to, message, deployment_id: s.current_deployment_id }),
+  // The platform's own: a read that refreshes a status writes it, but the reader did not change it.
+  statusChanged: (s: Service, from: ServiceStatus, to: ServiceStatus, message: string | null) => ({
+    ...event(s, 'service.status_changed', { from, to, message, deployment_id: s.current_deployment_id }),
+    byPlatform: true,
+  }),
   deploymentRequested: (s: Service, d: Deployment) =>
     event(s, 'service.deployment_requested', { deployment_id: d.id, reason: d.reason, image: d.image, rollback_of: d.rollback_of, status: d.status }),
-  deploymentFinished: (s: Service, deploymentId: string, status: 'succeeded' | 'failed', message: string | null) =>
-    event(s, 'service.deployment_finished', { deployment_id: deploymentId, status, message }),
+  deploymentFinished: (s: Service, deploymentId: string, status: 'succeeded' | 'failed', message: string | null) => ({
+    ...event(s, 'service.deployment_finished', { deployment_id: deploymentId, status, message }),
+    byPlatform: true,
+  }),
   envUpdated: (s: Service, keys: string[]) => event(s, 'service.env_updated', { keys }),
   slept: (s: Service, idleSeconds: number) => event(s, 'service.slept', { idle_seconds: idleSeconds }),
   woken: (s: Service, wakeMs: number, replicas: number) => event(s, 'service.woken', { wake_ms: wakeMs, replicas }),

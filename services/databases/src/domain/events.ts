@@ -32,8 +32,11 @@ function backupEvent(kind: string, db: DatabaseRecord, b: BackupRecord): PierEve
 export const events = {
   created: (db: DatabaseRecord) => lifecycle('database.created', db),
   updated: (db: DatabaseRecord) => lifecycle('database.updated', db),
-  statusChanged: (db: DatabaseRecord, previous: DatabaseStatus) =>
-    event(db, 'database.status_changed', { name: db.name, status: db.status, previous_status: previous, reason: db.statusReason }),
+  // The platform's own, even when a read noticed it.
+  statusChanged: (db: DatabaseRecord, previous: DatabaseStatus) => ({
+    ...event(db, 'database.status_changed', { name: db.name, status: db.status, previous_status: previous, reason: db.statusReason }),
+    byPlatform: true,
+  }),
   ruleAdded: (db: DatabaseRecord, rule: AllowlistRule) => event(db, 'database.allowlist_rule_added', { rule_id: rule.id, cidr: rule.cidr }),
   ruleRemoved: (db: DatabaseRecord, rule: AllowlistRule) => event(db, 'database.allowlist_rule_removed', { rule_id: rule.id, cidr: rule.cidr }),
   backupStarted: (db: DatabaseRecord, b: BackupRecord) => backupEvent('database.backup_started', db, b),

@@ -25,6 +25,7 @@ const DROPPED_REQUEST_HEADERS = new Set([
   'x-forwarded-port',
   'x-forwarded-proto',
   'x-forwarded-host',
+  'x-pier-client-address',
 ]);
 
 /**
@@ -42,6 +43,8 @@ const SAFE_METHODS = new Set(['GET', 'HEAD']);
 export interface Forwarded {
   requestId: string;
   identity: string;
+  /** The client's address as the gateway judged it (trusted proxy hops applied): events' `source_ip`. */
+  clientAddress: string;
 }
 
 /**
@@ -112,6 +115,8 @@ export class Forwarder {
       portOf(host),
       'x-forwarded-host',
       forwardedHost || host,
+      'x-pier-client-address',
+      extra.clientAddress,
     );
     const method = req.method ?? 'GET';
     // (`Content-Length: 0`, as fetch sends on a POST with no body, is no body.)

@@ -16,7 +16,7 @@
 // build on another instance pokes this one (server.ts, over PostgreSQL's NOTIFY); a cancel
 // whose poke was lost is still seen here, as the record's `cancel_requested`, at the next pass.
 import { Readable } from 'node:stream';
-import { Periodic, UnavailableError, crashPoint, type Logger } from '@pier/kit';
+import { Periodic, UnavailableError, crashPoint, runAsPlatform, type Logger } from '@pier/kit';
 import type { ComputeContext } from '../context.ts';
 import type { Service } from '../records.ts';
 import type { Build } from './build-store-port.ts';
@@ -86,7 +86,8 @@ export class BuildWorker implements BuildRunner {
 
   wake(): void {
     if (this.stopping) return;
-    void this.pass().catch((err: unknown) => this.log.warn({ err: String(err) }, 'build queue pass failed; the next one retries'));
+    // The queue's work is the platform's (a build's events name no actor), even when a request woke it.
+    void runAsPlatform(() => this.pass()).catch((err: unknown) => this.log.warn({ err: String(err) }, 'build queue pass failed; the next one retries'));
   }
 
   async cancel(buildId: string): Promise<boolean> {

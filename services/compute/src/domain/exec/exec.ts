@@ -4,7 +4,7 @@
 // replica, which program with how many arguments, how long, how it ended) — never the
 // arguments nor what went through it — and ends after an idle time or a maximum length.
 import { randomUUID } from 'node:crypto';
-import { ConflictError, NotFoundError } from '@pier/kit';
+import { ConflictError, NotFoundError, currentRequestContext, runWithRequestContext, type RequestContext } from '@pier/kit';
 import type { Scope, Service } from '../records.ts';
 import type { ShellProcess, ShellReplica } from './shell-port.ts';
 import { getService } from '../services/services.ts';
@@ -71,6 +71,8 @@ export type EndReason = 'exited' | 'client_closed' | 'idle_timeout' | 'max_durat
  */
 export class ShellSession {
   private readonly startedAt: number;
+  /** Who opened the session, from where: its end is recorded in their name too (the audit log). */
+  private readonly opener: RequestContext | undefined = currentRequestContext();
   private idle?: NodeJS.Timeout;
   private readonly max: NodeJS.Timeout;
   private finished?: Promise<void>;
@@ -130,8 +132,9 @@ export class ShellSession {
       if (shells) shells.set(service.id, Math.max(0, (shells.get(service.id) ?? 1) - 1));
       const durationMs = this.ctx.now().getTime() - this.startedAt;
       this.resolveEnded({ reason, code });
-      await this.ctx.store
-        .transaction((tx) => tx.writeEvent(events.execEnded(service, { ...this.record, duration_ms: durationMs, exit_code: code, reason })))
+      const write = () =>
+        this.ctx.store.transaction((tx) => tx.writeEvent(events.execEnded(service, { ...this.record, duration_ms: durationMs, exit_code: code, reason })));
+      await (this.opener ? runWithRequestContext(this.opener, write) : write())
         .then(() => this.ctx.eventsWritten())
         .catch((err: unknown) => this.ctx.log.warn({ err: String(err), service: service.id }, 'could not record the end of a shell session'));
     })();
