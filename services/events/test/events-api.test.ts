@@ -33,13 +33,23 @@ describe('the audit log', () => {
   const resource = randomUUID();
 
   beforeAll(async () => {
-    published.push(await h.publish({ kind: 'secret.created', resource_id: resource, resource: { kind: 'secret', id: resource, name: 's' } }));
+    // A second apart: two published in the same millisecond would share occurred_at, and
+    // the since/until checks need each event alone at its time.
+    let at = Date.now() - 60_000;
+    const next = () => new Date((at += 1000)).toISOString();
     published.push(
-      await h.publish({ kind: 'service.created', actor: { user_id: actor, email: 'a@example.test', credential: { kind: 'oidc', id: null, name: null } } }),
+      await h.publish({ kind: 'secret.created', resource_id: resource, resource: { kind: 'secret', id: resource, name: 's' }, occurred_at: next() }),
     );
-    published.push(await h.publish({ kind: 'service.status_changed', actor: null, source_ip: null, vpc_id: randomUUID() }));
-    published.push(await h.publish({ kind: 'service.build.started', actor: null, source_ip: null }));
-    published.push(await h.publish({ kind: 'api_key.revoked', vpc_id: null }));
+    published.push(
+      await h.publish({
+        kind: 'service.created',
+        actor: { user_id: actor, email: 'a@example.test', credential: { kind: 'oidc', id: null, name: null } },
+        occurred_at: next(),
+      }),
+    );
+    published.push(await h.publish({ kind: 'service.status_changed', actor: null, source_ip: null, vpc_id: randomUUID(), occurred_at: next() }));
+    published.push(await h.publish({ kind: 'service.build.started', actor: null, source_ip: null, occurred_at: next() }));
+    published.push(await h.publish({ kind: 'api_key.revoked', vpc_id: null, occurred_at: next() }));
     await waitFor(published.map((p) => p.id));
   }, 30_000);
 
