@@ -14,9 +14,9 @@
  *
  * Then the services list (bench/services.ts), database (bench/databases.ts) and database
  * backups (bench/database-backups.ts), service logs (bench/logs.ts), edge (bench/edge.ts),
- * elastic services (bench/elastic.ts) and disk backups (bench/disk-backups.ts) benchmarks on
- * the same Postgres and NATS.
- * PIER_BENCH_ONLY=gateway,services,databases,backups,logs,edge,elastic,disk-backups picks some;
+ * elastic services (bench/elastic.ts), disk backups (bench/disk-backups.ts) and events and
+ * webhooks (bench/events.ts) benchmarks on the same Postgres and NATS.
+ * PIER_BENCH_ONLY=gateway,services,databases,backups,logs,edge,elastic,disk-backups,events picks some;
  * `backups-kubernetes` (never by default) runs the backups section on deploy/kube/cluster.sh's cluster.
  * `scale` (never by default; bench/scale.ts) runs compute and databases at 10,000 services and
  * 2,000 databases on that cluster, their pods on kwok's fake nodes (deploy/kube/build-kwok.sh):
@@ -37,6 +37,7 @@ import { benchLogs } from './logs.ts';
 import { benchEdge } from './edge.ts';
 import { benchElastic } from './elastic.ts';
 import { benchDiskBackups } from './disk-backups.ts';
+import { benchEvents } from './events.ts';
 import { benchScale } from './scale.ts';
 import { AuthClient, AUTH_RECONNECT_MAX_MS, AUTH_TIMEOUT_MS } from '@pier/gateway';
 import { runClosedLoop, runLoad, type LoadResult } from './load.ts';
@@ -228,7 +229,9 @@ async function benchGateway(infra: Infra): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const only = new Set((process.env.PIER_BENCH_ONLY ?? 'gateway,services,databases,backups,logs,edge,elastic,disk-backups').split(',').map((s) => s.trim()));
+  const only = new Set(
+    (process.env.PIER_BENCH_ONLY ?? 'gateway,services,databases,backups,logs,edge,elastic,disk-backups,events').split(',').map((s) => s.trim()),
+  );
   const infra = await startInfra();
   try {
     if (only.has('gateway')) await benchGateway(infra);
@@ -265,6 +268,10 @@ async function main(): Promise<void> {
     if (only.has('disk-backups')) {
       console.log('');
       await benchDiskBackups({ infra, log });
+    }
+    if (only.has('events')) {
+      console.log('');
+      await benchEvents({ infra, log });
     }
     // Only when asked for, as backups-kubernetes: the test cluster, and half an hour at full size.
     if (only.has('scale')) {
