@@ -95,7 +95,7 @@ describe('health and metrics', () => {
     const ready = await fetch(`${base}/readyz`);
     const body = (await ready.json()) as { status: string; checks: Record<string, { ok: boolean }> };
     expect(ready.status, JSON.stringify(body)).toBe(200);
-    expect(Object.keys(body.checks).sort()).toEqual(['auth', 'compute', 'databases', 'secrets']);
+    expect(Object.keys(body.checks).sort()).toEqual(['auth', 'compute', 'databases', 'events', 'secrets']);
 
     const count = async (upstream: string, status: string) =>
       sampleValue(await scrape(base), 'pier_gateway_request_duration_seconds_count', { method: 'GET', upstream, status, service: 'gateway' }) ?? 0;

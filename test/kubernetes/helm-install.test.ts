@@ -296,8 +296,8 @@ describe('the Helm chart on a real cluster', () => {
     // Pier's upstream calls during a rollout are not what this test is about: wait them out.
     await until(
       () => k.list(`/api/v1/namespaces/${ns}/pods`, 'app.kubernetes.io/name=pier'),
-      // One of each of the five services, PostgreSQL and NATS.
-      (pods) => pods.every((p) => !p.metadata.deletionTimestamp) && pods.filter((p) => p.status.phase === 'Running').length === 7,
+      // One of each of the six services, PostgreSQL and NATS.
+      (pods) => pods.every((p) => !p.metadata.deletionTimestamp) && pods.filter((p) => p.status.phase === 'Running').length === 8,
       120_000,
       1000,
     );

@@ -6,7 +6,8 @@
 // must be there exactly once, and a log follow and a shell session, told to reconnect
 // (kit's drain.ts: a `reconnect` event, close code 1012), reconnect and go on. Then, under
 // the same load, one pod of each service is killed with no grace period (for compute,
-// databases and secrets the one leading their reconciler): no write may be lost or doubled,
+// databases and secrets the one leading their reconciler, for events its consumer's): no
+// write may be lost or doubled, nor any secret's creation in the audit log (events),
 // the requests that failed are counted and printed, and every loop the killed pod led is
 // led by the other within a lease's lifetime. Log collection, one leader's loop, must have
 // stored each line of the service once, none skipped, through all of it.
@@ -20,9 +21,9 @@ import { bootstrapKey, CHART, chartBench, RELEASE, type ChartBench } from './cha
 const TINY_HTTP = 'pier/tiny-http:1';
 /** A request started every this many ms: 50 a second. */
 const PACE_MS = 20;
-const PARTS = ['gateway', 'auth', 'compute', 'databases', 'secrets'] as const;
+const PARTS = ['gateway', 'auth', 'compute', 'databases', 'secrets', 'events'] as const;
 /** The services with background loops run by one leader each (leaderOnly in their server.ts). */
-const LOOPS = new Set(['compute', 'databases', 'secrets']);
+const LOOPS = new Set(['compute', 'databases', 'secrets', 'events']);
 
 let bench: ChartBench;
 let failed = false;
@@ -298,7 +299,8 @@ describe('a rolling upgrade under load', () => {
       for (const part of PARTS) {
         const pods = await k.list(`/api/v1/namespaces/${ns}/pods`, `app.kubernetes.io/component=${part}`);
         const led = LOOPS.has(part) ? await leaders(part) : new Map<string, string>();
-        const victim = led.get('leader:reconciler') ?? pods[0]!.metadata.name;
+        // (events has no reconciler: the pod storing the audit log, its consumer's leader.)
+        const victim = led.get('leader:reconciler') ?? led.get('leader:consumer') ?? pods[0]!.metadata.name;
         phase = `kill ${part}`;
         const killed = Date.now();
         await tool('kubectl', ['-n', ns, 'delete', 'pod', victim, '--grace-period=0', '--force', '--wait=false']);
@@ -321,7 +323,8 @@ describe('a rolling upgrade under load', () => {
       }
       await until(
         () => k.list(`/api/v1/namespaces/${ns}/pods`, 'app.kubernetes.io/name=pier'),
-        (pods) => pods.filter((p) => p.status.containerStatuses?.every((c: { ready: boolean }) => c.ready)).length === 12,
+        // Two of each part, PostgreSQL and NATS.
+        (pods) => pods.filter((p) => p.status.containerStatuses?.every((c: { ready: boolean }) => c.ready)).length === 2 * PARTS.length + 2,
         120_000,
         1000,
       );
@@ -352,6 +355,27 @@ describe('a rolling upgrade under load', () => {
     }
     const count = (names: string[]) => names.reduce((m, n) => m.set(n, (m.get(n) ?? 0) + 1), new Map<string, number>());
     const secretCounts = count(allSecrets.map((s) => s.name));
+    // The audit log, its service rolled and its consumer's leader killed like the others,
+    // holds each secret's creation once: none lost, none stored twice.
+    const audited = await until(
+      async () => {
+        const names: string[] = [];
+        for (let cursor: string | undefined, first = true; first || cursor; first = false) {
+          const page = await unwrap(
+            pier.GET('/api/v1/workspaces/{workspaceID}/events', {
+              params: { path: { workspaceID }, query: { type: 'secret.created', since: new Date(started - 60_000).toISOString(), limit: 200, cursor } },
+            }),
+          );
+          names.push(...page.items.map((e) => e.resource.name ?? ''));
+          cursor = page.next_cursor ?? undefined;
+        }
+        return count(names);
+      },
+      (c) => [...secretsMade].every((n) => c.has(n)),
+      60_000,
+      1000,
+    );
+    const unaudited = [...secretsMade].filter((n) => audited.get(n) !== 1);
     const keyCounts = count(keys.map((x) => x.name));
     const lost =
       [...secretsMade].filter((n) => secretCounts.get(n) !== 1).length +
@@ -374,6 +398,12 @@ describe('a rolling upgrade under load', () => {
       `rolling upgrade: the rolls ${rolled.requests} requests, ${rolled.failed} failed; then one pod of each service killed: ${requests - rolled.requests} requests, ${failedCount - rolled.failed} failed (${JSON.stringify(Object.fromEntries(failures))})`,
     );
     console.log(`rolling upgrade: leaders killed, each loop led again after: ${handovers.join(', ')}`);
+    console.log(
+      `rolling upgrade: audit log: ${secretsMade.size} secrets created, ${unaudited.length} not there exactly once (${unaudited
+        .slice(0, 3)
+        .map((n) => `${n}: ${audited.get(n) ?? 0}`)
+        .join(', ')})`,
+    );
     if (foreign.length > 0) console.log(`rolling upgrade: answers not from Pier:\n${foreign.join('\n')}`);
     // Every loop the killed leader ran was taken over within a lease's lifetime (15 s) and a renewal's wait.
     expect(handoverMs.length).toBeGreaterThanOrEqual(3);
@@ -395,6 +425,7 @@ describe('a rolling upgrade under load', () => {
     // No request failed while the services rolled; none lost nor doubled a write, killed pods included.
     expect(rolled.failed).toBe(0);
     expect(lost).toBe(0);
+    expect(unaudited).toEqual([]);
     // The follow went on through every roll: each tick once, none missing between the first and the last.
     const ticks = follow.ticks;
     expect(ticks.length).toBeGreaterThan(30);
