@@ -10,20 +10,15 @@
 // browser reports no error and no CSP violation, axe-core (its own file, served
 // same-origin so the CSP still holds) finds no serious or critical violation, and the page
 // never scrolls sideways at 390 px.
-import { existsSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { axe, launchChromium, noSidewaysScroll, openTab, signIn } from './console-support.ts';
 import { buildConsole } from '../../packages/console/scripts/build.ts';
 import { startPlatform, type Platform } from '../support/platform.ts';
 import { startOidcProvider, type OidcProvider } from '../support/oidc.ts';
 import { memberKey } from '../support/members.ts';
 import { cleanVpcs, waitForStatus } from './services-support.ts';
 import { DATABASES_ENV, cleanupVpc } from './databases-helpers.ts';
-
-const CHROMIUM = process.env.PIER_TEST_CHROMIUM ?? '/usr/bin/chromium';
-const AXE_PATH = '/__test/axe.min.js';
-const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 let p: Platform;
 let oidc: OidcProvider;
@@ -32,76 +27,7 @@ let servicesPath: string;
 let viewerKey: string;
 let databaseId: string;
 
-/** What the browser reported on one tab: console errors, uncaught exceptions, CSP violations. */
-interface Watched {
-  page: Page;
-  context: BrowserContext;
-  errors: string[];
-  violations: () => Promise<string[]>;
-}
-
-async function openTab(viewport = { width: 1280, height: 800 }): Promise<Watched> {
-  const context = await browser.newContext({ viewport });
-  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: p.gatewayUrl });
-  // A test-only, same-origin URL for axe-core's own file: a <script src> the CSP allows.
-  await context.route(`${p.gatewayUrl}${AXE_PATH}`, (route) => route.fulfill({ contentType: 'text/javascript', body: axeSource }));
-  // Init scripts run from the devtools protocol, outside the page's CSP.
-  await context.addInitScript(() => {
-    const w = window as unknown as { __csp: string[] };
-    w.__csp = [];
-    document.addEventListener('securitypolicyviolation', (e) => w.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
-  });
-  const page = await context.newPage();
-  const errors: string[] = [];
-  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
-  page.on('pageerror', (e) => errors.push(e.message));
-  return { page, context, errors, violations: () => page.evaluate(() => (window as unknown as { __csp: string[] }).__csp) };
-}
-
-async function axe(page: Page): Promise<string[]> {
-  await page.addScriptTag({ url: AXE_PATH });
-  return page.evaluate(async () => {
-    const run = (
-      window as unknown as {
-        axe: { run: (ctx: Document, opts: object) => Promise<{ violations: { id: string; impact: string; help: string; nodes: { target: string[] }[] }[] }> };
-      }
-    ).axe.run;
-    const r = await run(document, { resultTypes: ['violations'] });
-    return r.violations
-      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map((v) => `${v.impact} ${v.id}: ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-  });
-}
-
-async function noSidewaysScroll(page: Page): Promise<void> {
-  const { scroll, client, wide } = await page.evaluate(() => ({
-    scroll: document.documentElement.scrollWidth,
-    client: document.documentElement.clientWidth,
-    // What sticks out, to say so when it fails.
-    wide: [...document.querySelectorAll('body *')]
-      .filter((e) => !e.closest('.table-wrap') && e.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5)
-      .slice(0, 5)
-      .map((e) => `${e.tagName.toLowerCase()}.${e.className} (${Math.round(e.getBoundingClientRect().right)}px)`),
-  }));
-  expect(scroll, `page is ${scroll}px wide in a ${client}px window: ${wide.join(', ')}`).toBeLessThanOrEqual(client);
-}
-
-async function signIn(page: Page, token: string): Promise<void> {
-  const res = await page.goto(`${p.gatewayUrl}/`);
-  expect(res!.headers()['content-security-policy']).toMatch(/default-src 'self'.*connect-src 'self'/);
-  expect(res!.headers()['x-content-type-options']).toBe('nosniff');
-  // By keyboard: the token field is the first stop, Enter submits.
-  await page.keyboard.press('Tab');
-  const focused = page.getByLabel('Token');
-  await expect.poll(() => focused.evaluate((el) => el === document.activeElement)).toBe(true);
-  expect(await focused.evaluate((el) => getComputedStyle(el).outlineStyle)).toBe('solid');
-  await page.keyboard.type(token);
-  await page.keyboard.press('Enter');
-  await page.getByRole('heading', { name: 'Services' }).waitFor();
-}
-
 beforeAll(async () => {
-  expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install chromium (./pier test does)`).toBe(true);
   const [built] = await Promise.all([buildConsole({ ifNeeded: true }), startOidcProvider().then((o) => (oidc = o))]);
   p = await startPlatform({
     env: {
@@ -116,7 +42,7 @@ beforeAll(async () => {
   const db = await p.api(p.bootstrap.token).post(`/api/v1/workspaces/${p.bootstrap.workspaceId}/vpcs/${p.bootstrap.vpcId}/databases`, { name: 'console-pg' });
   expect(db.status).toBe(202);
   databaseId = db.body.id;
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  browser = await launchChromium();
   servicesPath = `/api/v1/workspaces/${p.bootstrap.workspaceId}/vpcs/${p.bootstrap.vpcId}/services`;
   viewerKey = await memberKey(p, oidc, 'console-viewer@example.com', 'viewer');
 }, 120_000);
@@ -140,9 +66,9 @@ describe('the console in chromium', () => {
     });
     expect(created.status).toBe(201);
 
-    const tab = await openTab();
+    const tab = await openTab(browser, p.gatewayUrl);
     const { page } = tab;
-    await signIn(page, p.bootstrap.token);
+    await signIn(page, p.gatewayUrl, p.bootstrap.token);
     expect(page.url()).toBe(`${p.gatewayUrl}/services`);
     // The list reads status again by itself: the row reaches running with no reload.
     const row = page.locator('tr[data-service="console-web"]');
@@ -291,9 +217,9 @@ describe('the console in chromium', () => {
   });
 
   it("a Viewer sees no write controls, and the API's 403 message where it refuses", async () => {
-    const tab = await openTab({ width: 390, height: 844 });
+    const tab = await openTab(browser, p.gatewayUrl, { width: 390, height: 844 });
     const { page } = tab;
-    await signIn(page, viewerKey);
+    await signIn(page, p.gatewayUrl, viewerKey);
     await page.locator('tr[data-service="console-web"]').waitFor();
     expect(await page.locator('.who').textContent()).toContain('viewer');
     await page.locator('tr[data-service="console-web"]').getByRole('link').click();
@@ -331,9 +257,9 @@ describe('the console in chromium', () => {
     await waitForStatus(owner, dbPath, 'running', 110_000);
     const conn = (await owner.get(`${dbPath}/connection`)).body as { password: string; database_url: string; host: string };
 
-    const tab = await openTab();
+    const tab = await openTab(browser, p.gatewayUrl);
     const { page } = tab;
-    await signIn(page, p.bootstrap.token);
+    await signIn(page, p.gatewayUrl, p.bootstrap.token);
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Databases' }).click();
     const row = page.locator('tr[data-database="console-pg"]');
     await expect.poll(() => row.locator('.badge').textContent(), { timeout: 15_000 }).toBe('running');
