@@ -4,6 +4,7 @@
 // believed); Developers and Viewers get 403; no secret value, key or token is stored in
 // any event (the events table and every outbox are scanned).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Ev } from './events-support.ts';
 import { until } from '@pier/testing';
 import { startPlatform, type Api, type Platform } from '../support/platform.ts';
 import { startOidcProvider, type OidcProvider } from '../support/oidc.ts';
@@ -29,16 +30,6 @@ afterAll(async () => {
   await p?.stop();
   await oidc?.stop();
 });
-
-interface Ev {
-  id: string;
-  type: string;
-  resource: { kind: string; id: string; name: string | null };
-  actor: { user_id: string; email: string | null; credential: { kind: string; id: string | null; name: string | null } | null } | null;
-  source_ip: string | null;
-  vpc_id: string | null;
-  data: Record<string, unknown>;
-}
 
 const eventOf = async (type: string, resourceId: string): Promise<Ev> =>
   (await until(

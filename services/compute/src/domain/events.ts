@@ -7,6 +7,7 @@ import type { ServiceStatus } from './services/status.ts';
 import type { Build } from './builds/build-store-port.ts';
 import type { DiskBackup, DiskBackupSchedule, DiskRestore } from './disk-backups/disk-backup-store-port.ts';
 import type { Hostname } from './hostnames/hostname-store-port.ts';
+import type { MonitorSettings } from './uptime/uptime-store-port.ts';
 
 /** What an event needs of its service: a removed domain claim has only this of it. */
 type EventSubject = Pick<Service, 'id' | 'workspace_id' | 'vpc_id' | 'name'>;
@@ -61,6 +62,11 @@ export const events = {
       deployment_id: b.deployment_id,
       error: b.error,
     }),
+  /** Someone asked a running build to stop (the audit's record of who); `service.build.cancelled` follows once it has. */
+  buildCancelRequested: (s: Service, b: Build) => event(s, 'service.build.cancel_requested', { build_id: b.id, source: b.source }),
+  /** Uptime monitoring turned on, or its settings changed (`created`: it was off). */
+  uptimeEnabled: (s: Service, settings: MonitorSettings, created: boolean) => event(s, 'service.uptime.enabled', { ...settings, created }),
+  uptimeDisabled: (s: Service) => event(s, 'service.uptime.disabled', {}),
   /** Uptime checks found the service down: an incident opened (`incident_started_at`: its first failed check). */
   uptimeDown: (s: Service, data: { previous: string; path: string; reason: string; status_code: number | null; incident_started_at: string }) =>
     event(s, 'service.uptime.down', data),

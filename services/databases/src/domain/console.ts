@@ -1,5 +1,7 @@
 // The SQL console, schema inspector and slow-query log: SQL spoken to a running database
 // as the control plane's own role (see sql/), never as a superuser.
+import { InputError, type PierEvent } from '@pier/kit';
+import { events } from './events.ts';
 import type { QueryResult, SlowQuery, TableSchema } from './sql-port.ts';
 import type { DatabaseRecord } from './database.ts';
 import { requireRunning, type DatabasesContext, type Scope } from './context.ts';
@@ -11,7 +13,16 @@ async function running(ctx: DatabasesContext, scope: Scope, id: string): Promise
 
 export async function runQuery(ctx: DatabasesContext, scope: Scope, id: string, sql: string): Promise<QueryResult> {
   const db = await running(ctx, scope, id);
-  return ctx.sql[db.engine].query(await ctx.cluster.sqlTarget(db), sql, ctx.console);
+  try {
+    const result = await ctx.sql[db.engine].query(await ctx.cluster.sqlTarget(db), sql, ctx.console);
+    await audit(ctx, events.queryRun(db, { command: result.command, row_count: result.row_count, sqlstate: null }));
+    return result;
+  } catch (err) {
+    // The engine's refusal is the caller's answer; the attempt is audited all the same.
+    if (err instanceof InputError)
+      await audit(ctx, events.queryRun(db, { command: null, row_count: null, sqlstate: String(err.details?.sqlstate ?? err.code) }));
+    throw err;
+  }
 }
 
 export async function inspectSchema(ctx: DatabasesContext, scope: Scope, id: string): Promise<TableSchema[]> {
@@ -27,4 +38,10 @@ export async function slowQueries(ctx: DatabasesContext, scope: Scope, id: strin
 export async function resetSlowQueries(ctx: DatabasesContext, scope: Scope, id: string): Promise<void> {
   const db = await running(ctx, scope, id);
   await ctx.sql[db.engine].resetSlowQueries(await ctx.cluster.sqlTarget(db));
+  await audit(ctx, events.slowQueriesReset(db));
+}
+
+async function audit(ctx: DatabasesContext, event: PierEvent): Promise<void> {
+  await ctx.store.transaction((tx) => tx.event(event));
+  ctx.eventsWritten();
 }

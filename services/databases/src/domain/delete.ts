@@ -42,6 +42,7 @@ export async function finishTeardown(ctx: DatabasesContext, db: DatabaseRecord):
     if (current?.status !== 'deleting') return false;
     const deleted = await tx.setStatus(db.id, 'deleted', null);
     await tx.event(events.statusChanged(deleted, 'deleting'));
+    await tx.event(events.deleted(deleted));
     return true;
   });
   if (gone) ctx.eventsWritten();

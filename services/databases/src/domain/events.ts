@@ -45,5 +45,16 @@ export const events = {
   backupDeleted: (db: DatabaseRecord, b: BackupRecord) => backupEvent('database.backup_deleted', db, b),
   scheduleUpdated: (db: DatabaseRecord, s: BackupSchedule) =>
     event(db, 'database.backup_schedule_updated', { schedule: s.schedule, retention_count: s.retentionCount, enabled: s.enabled }),
+  /** Gone from the cluster and soft-deleted; carries the actor when the delete request's own teardown finished it. */
+  deleted: (db: DatabaseRecord) => event(db, 'database.deleted', { name: db.name, engine: db.engine }),
+  /**
+   * The SQL console ran a statement (or tried: `sqlstate` is the engine's refusal). Who ran
+   * SQL against a database belongs in the audit log, like a shell; the statement does not,
+   * and neither does the engine's message, which may quote it: it may hold values (a
+   * command's arguments never enter an event).
+   */
+  queryRun: (db: DatabaseRecord, outcome: { command: string | null; row_count: number | null; sqlstate: string | null }) =>
+    event(db, 'database.query_run', { name: db.name, ...outcome }),
+  slowQueriesReset: (db: DatabaseRecord) => event(db, 'database.slow_queries_reset', { name: db.name }),
   backupsPurged: (db: DatabaseRecord) => event(db, 'database.backups_purged', { name: db.name }),
 };

@@ -175,7 +175,9 @@ export async function cancelBuild(ctx: ComputeContext, scope: Scope, serviceId: 
       await tx.writeEvent(events.build(service, cancelled));
       return cancelled;
     }
-    return tx.updateBuild(b.id, { cancel_requested: true });
+    const requested = await tx.updateBuild(b.id, { cancel_requested: true });
+    await tx.writeEvent(events.buildCancelRequested(service, requested));
+    return requested;
   });
   ctx.eventsWritten();
   if (marked.status !== 'running') return marked;

@@ -4,6 +4,7 @@ import { ConflictError } from '@pier/kit';
 import { findMutable, findService, type ComputeContext } from '../context.ts';
 import type { Scope, Service } from '../records.ts';
 import type { UptimeIncident, UptimeMonitor } from './uptime-store-port.ts';
+import { events } from '../events.ts';
 import { monitorSettings, type EnableUptimeInput } from './uptime-input.ts';
 import { INCIDENTS_KEPT, percentage } from './uptime-state.ts';
 
@@ -64,12 +65,22 @@ export async function enableUptime(
   checkable(s);
   const settings = monitorSettings(input, ctx.uptime.settings.minIntervalSeconds);
   const firstCheck = new Date(ctx.now().getTime() + Math.random() * settings.interval_seconds * 1000);
-  const { created } = await ctx.uptime.store.saveMonitor(s.id, settings, firstCheck);
+  const { created } = await ctx.uptime.store.transaction(async (tx) => {
+    const saved = await tx.saveMonitor(s.id, settings, firstCheck);
+    await tx.writeEvent(events.uptimeEnabled(s, settings, saved.created));
+    return saved;
+  });
+  ctx.eventsWritten();
   return { view: await viewOf(ctx, s.id), created };
 }
 
 /** DELETE uptime: monitoring off, its counts and incidents forgotten. Idempotent. */
 export async function disableUptime(ctx: ComputeContext, scope: Scope, serviceId: string): Promise<void> {
   const s = await findMutable(ctx, scope, serviceId);
-  await ctx.uptime.store.deleteMonitor(s.id);
+  const removed = await ctx.uptime.store.transaction(async (tx) => {
+    const gone = await tx.deleteMonitor(s.id);
+    if (gone) await tx.writeEvent(events.uptimeDisabled(s));
+    return gone;
+  });
+  if (removed) ctx.eventsWritten();
 }
