@@ -1,10 +1,11 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { canWrite, clientFor, scopeStore, tokenStore, unwrap, type PierClient, type Role } from './api.ts';
+import { canWrite, clientFor, messageOf, scopeStore, tokenStore, unwrap, type PierClient, type Role } from './api.ts';
+import { CALLBACK_PATH, loadOidcConfig, refreshStore, renew, renewIn, type OidcConfig } from './oidc.ts';
 import { useQuery } from './data.ts';
 import { navigate, onLinkClick, usePath } from './router.ts';
 import { SessionContext, type Session } from './session.ts';
 import { ErrorNote, Loading } from './ui.tsx';
-import { SignIn } from './pages/sign-in.tsx';
+import { SignIn, SignInCallback } from './pages/sign-in.tsx';
 import { ServicesPage } from './pages/services.tsx';
 import { ServicePage } from './pages/service.tsx';
 import { SecretsPage } from './pages/secrets.tsx';
@@ -14,28 +15,57 @@ import { MembersPage } from './pages/members.tsx';
 
 export function App() {
   const [token, setToken] = useState(tokenStore.get());
+  const [notice, setNotice] = useState<string | undefined>(undefined);
+  // undefined while /console-config.json is read; null: token sign-in only.
+  const [oidc, setOidc] = useState<OidcConfig | null | undefined>(undefined);
+  useEffect(() => void loadOidcConfig().then(setOidc), []);
   const client = useMemo(() => (token ? clientFor(token) : null), [token]);
+  const signIn = (t: string) => {
+    tokenStore.set(t);
+    setToken(t);
+    setNotice(undefined);
+  };
+  const signOut = (why?: string) => {
+    tokenStore.clear();
+    refreshStore.clear();
+    setToken(null);
+    setNotice(why);
+    navigate('/', true);
+  };
+  useSilentRefresh(token, oidc, signIn, signOut);
+
+  if (usePath() === CALLBACK_PATH) {
+    return oidc === undefined ? <Loading what="sign-in" /> : <SignInCallback config={oidc} onSignedIn={signIn} />;
+  }
   if (!client) {
     return (
       <SignIn
+        oidc={oidc ?? null}
+        notice={notice}
         onSignedIn={(t) => {
-          tokenStore.set(t);
-          setToken(t);
+          refreshStore.clear();
+          signIn(t);
           if (location.pathname === '/' || location.pathname === '/sign-in') navigate('/services', true);
         }}
       />
     );
   }
-  return (
-    <Shell
-      client={client}
-      onSignOut={() => {
-        tokenStore.clear();
-        setToken(null);
-        navigate('/', true);
-      }}
-    />
-  );
+  return <Shell client={client} onSignOut={() => signOut()} />;
+}
+
+/** A provider's ID token is renewed a minute before it expires; when that fails, the person is signed out and told why. */
+function useSilentRefresh(token: string | null, oidc: OidcConfig | null | undefined, onRenewed: (t: string) => void, onFailed: (why: string) => void) {
+  useEffect(() => {
+    if (!token || !oidc || !refreshStore.get()) return;
+    const wait = renewIn(token);
+    if (wait === null) return;
+    const timer = setTimeout(() => {
+      renew(oidc).then(onRenewed, (err: unknown) =>
+        onFailed(`Your sign-in with ${oidc.provider_name} expired and could not be renewed (${messageOf(err)}). Sign in again.`),
+      );
+    }, wait);
+    return () => clearTimeout(timer);
+  }, [token, oidc]);
 }
 
 const NAV = [

@@ -28,6 +28,7 @@ import type { GatewayMetrics } from './http/metrics.ts';
 import { takeAccessToken } from './http/access-token.ts';
 import { answerError, writeJsonError } from './http/error-response.ts';
 import { createFallbackApp } from './http/fallback-app.ts';
+import type { ConsoleSignIn } from './http/console-sign-in.ts';
 import { addressKey, clientAddress, rateLimitHeaders, setRateLimitHeaders, type RateDecision } from './http/rate-limit.ts';
 
 export interface GatewayDeps {
@@ -46,6 +47,8 @@ export interface GatewayDeps {
   drain?: Drain;
   /** The built web console served at `/` (http/console.ts); none: only the API. */
   consoleDir?: string;
+  /** How the console signs people in with the identity provider (http/console-sign-in.ts); none: token only. */
+  consoleSignIn?: ConsoleSignIn;
 }
 
 export interface Gateway {

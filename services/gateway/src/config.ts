@@ -59,6 +59,13 @@ export const gatewayEnv = z.object({
   // The built web console, served at / (http/console.ts): packages/console/dist by default
   // (where `./pier up` builds it, and where the platform image keeps it); `off` serves none.
   PIER_CONSOLE_DIR: z.preprocess((v) => (v === '' ? undefined : v), z.string().optional()),
+  // The console's sign-in with the identity provider (http/console-sign-in.ts): the issuer
+  // and audience auth already checks JWTs against; the client id defaults to the audience.
+  PIER_OIDC_ISSUER: z.preprocess((v) => (v === '' ? undefined : v), z.url({ message: 'PIER_OIDC_ISSUER must be a URL' }).optional()),
+  PIER_OIDC_AUDIENCE: z.preprocess((v) => (v === '' ? undefined : v), z.string().optional()),
+  PIER_OIDC_CLIENT_ID: z.preprocess((v) => (v === '' ? undefined : v), z.string().optional()),
+  PIER_OIDC_PROVIDER_NAME: z.preprocess((v) => (v === '' ? undefined : v), z.string().max(60, 'PIER_OIDC_PROVIDER_NAME must be at most 60 characters').optional()),
+  PIER_OIDC_SCOPES: z.preprocess((v) => (v === '' ? undefined : v), z.string().optional()),
   ...shutdownEnv,
   PIER_TRUSTED_PROXY_HOPS: z.coerce
     .number({ message: 'PIER_TRUSTED_PROXY_HOPS must be a whole number of proxies' })

@@ -8,6 +8,7 @@ import { createGateway } from './app.ts';
 import type { Upstream } from './routing.ts';
 import { RateLimiter } from './http/rate-limit.ts';
 import { answerClientError, GATEWAY_MAX_HEADER_BYTES } from './http/client-errors.ts';
+import { ConsoleSignIn, consoleOidcSettings } from './http/console-sign-in.ts';
 import { defaultConsoleDir } from './http/console.ts';
 
 export interface GatewayOptions {
@@ -98,6 +99,7 @@ export async function start(config: GatewayConfig, options: GatewayOptions = {})
       keyClaims,
       drain,
       consoleDir,
+      consoleSignIn: new ConsoleSignIn(consoleOidcSettings(config), logger),
     });
     life.onStop('upstream pools', () => gateway.close());
     const { server, port } = await listen(gateway.handle, config.PIER_GATEWAY_PORT, config.PIER_BIND_HOST, { maxHeaderSize: GATEWAY_MAX_HEADER_BYTES });

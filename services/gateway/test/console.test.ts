@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@pier/kit';
 import { createFallbackApp } from '../src/http/fallback-app.ts';
 import { CONSOLE_CSP } from '../src/http/console.ts';
+import { ConsoleSignIn, consoleOidcSettings } from '../src/http/console-sign-in.ts';
 
 const INDEX = '<!doctype html><title>Pier console</title><script type="module" src="/assets/index-abc123.js"></script>';
 let dir: string;
@@ -96,5 +97,52 @@ describe('the console at / of the gateway', () => {
     const res = await request(bare).get('/').set(HTML);
     expect(res.status).toBe(404);
     expect(res.body.code).toBe('route_not_found');
+  });
+
+  it('says how to sign in at /console-config.json: the provider from its discovery document, with its origins in connect-src', async () => {
+    expect((await request(app).get('/console-config.json')).body).toEqual({ oidc: null });
+    const settings = consoleOidcSettings({ PIER_OIDC_ISSUER: 'https://id.example.com/realms/acme', PIER_OIDC_AUDIENCE: 'pier-dashboard' })!;
+    expect(settings).toEqual({
+      issuer: 'https://id.example.com/realms/acme',
+      clientId: 'pier-dashboard',
+      providerName: 'id.example.com',
+      scopes: 'openid email offline_access',
+    });
+    let reads = 0;
+    const discovery = (async (url: string) => {
+      reads++;
+      expect(url).toBe('https://id.example.com/realms/acme/.well-known/openid-configuration');
+      return Response.json({ authorization_endpoint: 'https://id.example.com/auth', token_endpoint: 'https://tokens.example.net/token' });
+    }) as unknown as typeof fetch;
+    const signIn = new ConsoleSignIn(settings, logger, discovery);
+    const withOidc = createFallbackApp({ logger, upstreams: new Map(), consoleDir: dir, consoleSignIn: signIn });
+    const res = await request(withOidc).get('/console-config.json');
+    expect(res.status).toBe(200);
+    expect(res.headers['cache-control']).toBe('no-cache');
+    expect(res.body.oidc).toEqual({
+      provider_name: 'id.example.com',
+      client_id: 'pier-dashboard',
+      issuer: 'https://id.example.com/realms/acme',
+      authorization_endpoint: 'https://id.example.com/auth',
+      token_endpoint: 'https://tokens.example.net/token',
+      scopes: 'openid email offline_access',
+    });
+    await request(withOidc).get('/console-config.json');
+    expect(reads).toBe(1);
+    const page = await request(withOidc).get('/');
+    expect(page.headers['content-security-policy']).toContain("connect-src 'self' https://id.example.com https://tokens.example.net;");
+  });
+
+  it('offers token sign-in only when the discovery document cannot be read or is not one', async () => {
+    const settings = consoleOidcSettings({ PIER_OIDC_ISSUER: 'https://id.example.com', PIER_OIDC_CLIENT_ID: 'console' })!;
+    for (const answer of [
+      new Response('nope', { status: 500 }),
+      Response.json({ authorization_endpoint: 'javascript:alert(1)', token_endpoint: 'https://x' }),
+    ]) {
+      const signIn = new ConsoleSignIn(settings, logger, (async () => answer) as unknown as typeof fetch);
+      expect(await signIn.config()).toEqual({ oidc: null });
+      expect(signIn.connectOrigins()).toEqual(['https://id.example.com']);
+    }
+    expect(consoleOidcSettings({ PIER_OIDC_ISSUER: 'https://id.example.com' })).toBeUndefined();
   });
 });

@@ -10,19 +10,28 @@ import { fileURLToPath } from 'node:url';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Logger } from '@pier/kit';
 import { API_PREFIX } from '../routing.ts';
+import type { ConsoleSignIn } from './console-sign-in.ts';
 
-export const CONSOLE_CSP = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "font-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join('; ');
+/** The policy; `connect` adds origins the console may call (the identity provider's, console-sign-in.ts). */
+export function consoleCsp(connect: string[] = []): string {
+  return [
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' data:",
+    ["connect-src 'self'", ...connect].join(' '),
+    "font-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
+
+export const CONSOLE_CSP = consoleCsp();
+
+/** Where the console reads how people may sign in (console-sign-in.ts). */
+export const CONFIG_PATH = '/console-config.json';
 
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 
@@ -34,8 +43,8 @@ export function defaultConsoleDir(): string {
   return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../../packages/console/dist');
 }
 
-function securityHeaders(res: Response): void {
-  res.setHeader('content-security-policy', CONSOLE_CSP);
+function securityHeaders(res: Response, signIn?: ConsoleSignIn): void {
+  res.setHeader('content-security-policy', consoleCsp(signIn?.connectOrigins()));
   res.setHeader('x-content-type-options', 'nosniff');
   res.setHeader('referrer-policy', 'no-referrer');
   res.setHeader('x-frame-options', 'DENY');
@@ -47,7 +56,7 @@ function securityHeaders(res: Response): void {
  * own routes survive a reload. Other clients (curl, scripts: no text/html) keep the JSON
  * 404. Without a built console (no index.html in `dir`) it passes everything on.
  */
-export function consoleMiddleware(consoleDir: string, logger: Logger): express.RequestHandler {
+export function consoleMiddleware(consoleDir: string, logger: Logger, signIn?: ConsoleSignIn): express.RequestHandler {
   const dir = path.resolve(consoleDir); // sendFile takes absolute paths only
   const index = path.join(dir, 'index.html');
   if (!existsSync(index)) {
@@ -59,13 +68,13 @@ export function consoleMiddleware(consoleDir: string, logger: Logger): express.R
     redirect: false,
     cacheControl: false,
     setHeaders: (res, file) => {
-      securityHeaders(res as Response);
+      securityHeaders(res as Response, signIn);
       const immutable = path.relative(dir, file).startsWith(`assets${path.sep}`);
       res.setHeader('cache-control', immutable ? IMMUTABLE : 'no-cache');
     },
   });
   const sendIndex = (res: Response, next: NextFunction) => {
-    securityHeaders(res);
+    securityHeaders(res, signIn);
     res.setHeader('cache-control', 'no-cache');
     res.sendFile(index, { cacheControl: false, dotfiles: 'deny' }, (err) => {
       if (err && !res.headersSent) next();
@@ -74,6 +83,14 @@ export function consoleMiddleware(consoleDir: string, logger: Logger): express.R
   return (req: Request, res: Response, next: NextFunction) => {
     if ((req.method !== 'GET' && req.method !== 'HEAD') || req.path === API_PREFIX || req.path.startsWith(`${API_PREFIX}/`)) return next();
     if (req.path === '/' || req.path === '/index.html') return sendIndex(res, next);
+    if (req.path === CONFIG_PATH) {
+      void (signIn?.config() ?? Promise.resolve({ oidc: null })).then((config) => {
+        securityHeaders(res, signIn);
+        res.setHeader('cache-control', 'no-cache');
+        res.json(config);
+      }, next);
+      return;
+    }
     files(req, res, () => {
       // A hashed file that is not there is a stale page's: a 404, never index.html as script.
       if (req.path.startsWith('/assets/') || !(req.headers.accept ?? '').includes('text/html')) return next();

@@ -3,11 +3,12 @@ import { errorHandler, loggablePath, NotFoundError, REQUEST_ID_HEADER, type Logg
 import type { Upstream } from '../routing.ts';
 import { mergedOpenApi, OPENAPI_PATH } from './openapi.ts';
 import { consoleMiddleware } from './console.ts';
+import type { ConsoleSignIn } from './console-sign-in.ts';
 
 const OPENAPI_CACHE_MS = 5000;
 
 /** Everything that is not proxied: health, the OpenAPI document, the console's files, and JSON 404s. */
-export function createFallbackApp(deps: { logger: Logger; upstreams: Map<Upstream, string>; consoleDir?: string }): Express {
+export function createFallbackApp(deps: { logger: Logger; upstreams: Map<Upstream, string>; consoleDir?: string; consoleSignIn?: ConsoleSignIn }): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -37,7 +38,7 @@ export function createFallbackApp(deps: { logger: Logger; upstreams: Map<Upstrea
     }
   });
 
-  if (deps.consoleDir) app.use(consoleMiddleware(deps.consoleDir, deps.logger));
+  if (deps.consoleDir) app.use(consoleMiddleware(deps.consoleDir, deps.logger, deps.consoleSignIn));
 
   app.use((req: Request, _res: Response, next: NextFunction) => {
     next(new NotFoundError(`no route for ${req.method} ${loggablePath(req.originalUrl)}`, 'route_not_found'));
