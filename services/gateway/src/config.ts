@@ -64,7 +64,10 @@ export const gatewayEnv = z.object({
   PIER_OIDC_ISSUER: z.preprocess((v) => (v === '' ? undefined : v), z.url({ message: 'PIER_OIDC_ISSUER must be a URL' }).optional()),
   PIER_OIDC_AUDIENCE: z.preprocess((v) => (v === '' ? undefined : v), z.string().optional()),
   PIER_OIDC_CLIENT_ID: z.preprocess((v) => (v === '' ? undefined : v), z.string().optional()),
-  PIER_OIDC_PROVIDER_NAME: z.preprocess((v) => (v === '' ? undefined : v), z.string().max(60, 'PIER_OIDC_PROVIDER_NAME must be at most 60 characters').optional()),
+  PIER_OIDC_PROVIDER_NAME: z.preprocess(
+    (v) => (v === '' ? undefined : v),
+    z.string().max(60, 'PIER_OIDC_PROVIDER_NAME must be at most 60 characters').optional(),
+  ),
   PIER_OIDC_SCOPES: z.preprocess((v) => (v === '' ? undefined : v), z.string().optional()),
   ...shutdownEnv,
   PIER_TRUSTED_PROXY_HOPS: z.coerce
