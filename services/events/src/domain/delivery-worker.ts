@@ -16,11 +16,12 @@ const EXCERPT_BYTES = 1024;
 /**
  * Deliveries read per query, and attempted at once. A slot takes the next delivery as soon
  * as its attempt ends, so one slow endpoint holds one slot, not the batch; the endpoint
- * and its secrets are read once per batch, not per delivery (bench/events.ts: 10 at a time
- * in lockstep, with both read for each, delivered ~500 a second).
+ * and its secrets are read once per batch, not per delivery. More slots do not help: the
+ * consumer that stores events shares this process and its connection pool (10), and it
+ * fell behind with 32 (bench/events.ts).
  */
-const BATCH = 200;
-const CONCURRENCY = 32;
+const BATCH = 100;
+const CONCURRENCY = 10;
 
 /** An endpoint as one batch's attempts see it. */
 type Endpoint = { hook: Webhook; secrets: WebhookSecrets } | undefined;
