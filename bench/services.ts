@@ -3,7 +3,8 @@
  *   1. list 200 services with live status through the gateway — p50 and p99, and how many
  *      cluster (Docker Engine API) calls one list makes (compute reports it per response in
  *      `x-pier-cluster-calls`; target: one);
- *   2. time from `POST deploy` to the detail reading `running`, for the tiny HTTP image
+ *   2. the console's services page showing them all, in chromium (bench/console-render.ts);
+ *   3. time from `POST deploy` to the detail reading `running`, for the tiny HTTP image
  *      with a health check path (polled every 25 ms through the gateway).
  * The whole platform runs in this process (test/support/platform-core.ts), so the load
  * generator shares the CPU with it, as a script on the same machine would.
@@ -18,6 +19,7 @@ import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { startInfra, type Infra } from './infra.ts';
 import { startPlatformAt } from '../test/support/platform-core.ts';
+import { benchConsoleRender } from './console-render.ts';
 
 const run = promisify(execFile);
 const IMAGE = 'pier/tiny-http:1';
@@ -139,6 +141,9 @@ export async function benchServices(opts: { infra?: Infra; log?: (line: string) 
     for (let i = 0; i < 50; i++) engine.push(await engineList(vpcId));
     engine.sort((a, b) => a - b);
     log(`  of which the Docker Engine's container list alone: p50 ${percentile(engine, 0.5).toFixed(2)} ms, p99 ${percentile(engine, 0.99).toFixed(2)} ms`);
+
+    // The same list in the web console, in a browser.
+    await benchConsoleRender(gw, token, count, log);
 
     // 2. Deploy to running.
     const svc = await send(gw, token, 'POST', base, { name: 'bench-deploy', health_check_path: '/healthz' });

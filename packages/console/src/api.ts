@@ -22,6 +22,8 @@ const SCOPE_KEY = 'pier.console.scope';
 export interface Scope {
   workspaceId: string;
   vpcId: string;
+  /** The person's role there when it was last shown. */
+  role: Role;
 }
 
 export const scopeStore = {
