@@ -1,6 +1,6 @@
 // Small shared pieces: API errors in the API's words, a confirmation dialog, copy buttons.
 import type { ComponentChildren } from 'preact';
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useId, useRef, useState } from 'preact/hooks';
 import { messageOf, PierApiError } from './api.ts';
 import { useMutation, type QueryState } from './data.ts';
 
@@ -35,6 +35,8 @@ export function ConfirmDialog(props: {
   onCancel: () => void;
 }) {
   const ref = useRef<HTMLDialogElement>(null);
+  // Several dialogs may sit on one page (a service's detail has a few).
+  const titleId = useId();
   useEffect(() => {
     const d = ref.current;
     if (!d) return;
@@ -44,13 +46,13 @@ export function ConfirmDialog(props: {
   return (
     <dialog
       ref={ref}
-      aria-labelledby="confirm-title"
+      aria-labelledby={titleId}
       onCancel={(e) => {
         e.preventDefault();
         props.onCancel();
       }}
     >
-      <h2 id="confirm-title">{props.title}</h2>
+      <h2 id={titleId}>{props.title}</h2>
       <div>{props.children}</div>
       <ErrorNote error={props.error} />
       <div class="actions">
@@ -160,7 +162,9 @@ export function ListTable<T extends { id: string; name: string }>(props: {
       ) : query.error && !query.data ? null : items.length === 0 ? (
         <p>{props.empty}</p>
       ) : (
-        <div class="table-wrap">
+        // Focusable and named: a table wider than a narrow screen scrolls inside this box,
+        // and the keyboard must reach it even when no row holds a link or a button.
+        <div class="table-wrap" tabIndex={0} role="region" aria-label={props.caption ?? props.what}>
           <table>
             {props.caption && <caption class="sr-only">{props.caption}</caption>}
             <thead>
@@ -189,5 +193,49 @@ export function ListTable<T extends { id: string; name: string }>(props: {
         </div>
       )}
     </>
+  );
+}
+
+/** The field a 4xx names (`command.0` belongs to `command`), for showing its message beside that field. */
+export function fieldOf(error: unknown): string | undefined {
+  return error instanceof PierApiError && error.field ? error.field.split(/[.[]/)[0] : undefined;
+}
+
+/**
+ * A labelled form field; when the API's error names it, the message shows under it and the
+ * control is marked invalid (and described by the message).
+ */
+export function Field(props: {
+  name: string;
+  label: string;
+  hint?: ComponentChildren;
+  error: unknown;
+  children: (a11y: Record<string, string | boolean | undefined>) => ComponentChildren;
+}) {
+  const mine = fieldOf(props.error) === props.name;
+  const hintId = props.hint ? `${props.name}-hint` : undefined;
+  const errorId = mine ? `${props.name}-error` : undefined;
+  return (
+    <div class="field" data-field={props.name}>
+      <label>
+        {props.label}
+        {props.children({
+          id: props.name,
+          name: props.name,
+          'aria-invalid': mine || undefined,
+          'aria-describedby': [errorId, hintId].filter(Boolean).join(' ') || undefined,
+        })}
+      </label>
+      {props.hint && (
+        <p class="hint" id={hintId}>
+          {props.hint}
+        </p>
+      )}
+      {mine && (
+        <p class="field-error" id={errorId} role="alert">
+          {(props.error as PierApiError).message}
+        </p>
+      )}
+    </div>
   );
 }
