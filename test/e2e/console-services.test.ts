@@ -6,13 +6,19 @@
 // edits the environment with a secret reference (the secret's value is never on the page
 // nor in any answer the page received), rolls back to the first deployment after a
 // confirmation, attaches a domain and sees its DNS records, and finds a line in the log
-// history. Throughout: no console error, no CSP violation (the gateway's `connect-src
-// 'self'` lets the same-origin ws: through; xterm's styles come from a file and a
-// constructed stylesheet), no serious axe-core finding, no sideways scroll at 390 px. A
-// Viewer sees no "Create service".
+// history; builds from git and from an uploaded archive with the log followed live, cancels
+// one, and turns uptime monitoring on and off. Throughout: no console error, no CSP
+// violation (the gateway's `connect-src 'self'` lets the same-origin ws: through; xterm's
+// styles come from a file and constructed stylesheets), no serious axe-core finding, no
+// sideways scroll at 390 px. A Viewer sees no "Create service".
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { testEdge } from '@pier/testing';
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { docker, startGitServer, testEdge, type GitServer } from '@pier/testing';
 import { axe, launchChromium, noSidewaysScroll, openTab, signIn } from './console-support.ts';
 import { buildConsole } from '../../packages/console/scripts/build.ts';
 import { startPlatform, type Platform } from '../support/platform.ts';
@@ -25,6 +31,8 @@ let oidc: OidcProvider;
 let browser: Browser;
 let servicesPath: string;
 let viewerKey: string;
+let git: GitServer;
+let work: string;
 
 /** A value only the secret holds: it must never reach the browser. */
 const SECRET_VALUE = `never-shown-${Math.random().toString(16).slice(2)}`;
@@ -33,12 +41,28 @@ const HOST = 'shop.example.test';
 const edge = testEdge('apps.example.test');
 
 beforeAll(async () => {
-  const [built] = await Promise.all([buildConsole({ ifNeeded: true }), startOidcProvider().then((o) => (oidc = o))]);
+  const [built] = await Promise.all([buildConsole({ ifNeeded: true }), startOidcProvider().then((o) => (oidc = o)), startGitServer().then((g) => (git = g))]);
+  await git.createRepo('site');
+  await git.commit('site', { Dockerfile: 'FROM pier/tiny-http:1\nCOPY index.html /www/index.html\n', 'index.html': '<p>built in the console</p>\n' }, 'first');
+  await git.createRepo('slow');
+  await git.commit('slow', { Dockerfile: 'FROM pier/tiny-http:1\nRUN echo slow-build-started && sleep 300\n' }, 'first');
+  work = await mkdtemp(path.join(tmpdir(), 'pier-console-services-'));
   p = await startPlatform({
     env: {
       auth: oidc.env,
       gateway: { PIER_CONSOLE_DIR: built.dir },
-      compute: { ...edge.env, PIER_COMPUTE_LOG_FLUSH_MS: '100', PIER_COMPUTE_LOG_SCAN_MS: '500' },
+      compute: {
+        ...edge.env,
+        PIER_COMPUTE_LOG_FLUSH_MS: '100',
+        PIER_COMPUTE_LOG_SCAN_MS: '500',
+        // Builds from the test's git server; uptime checks every second.
+        PIER_BUILD_ALLOWED_HOSTS: git.ip,
+        PIER_BUILD_ALLOW_HTTP: 'true',
+        PIER_BUILD_WORK_DIR: path.join(work, 'builds'),
+        PIER_BUILD_INTERVAL_MS: '300',
+        PIER_UPTIME_MIN_INTERVAL_SECONDS: '1',
+        PIER_UPTIME_TICK_MS: '200',
+      },
     },
   });
   browser = await launchChromium();
@@ -51,11 +75,27 @@ afterAll(async () => {
   await p?.stop();
   await edge.remove();
   if (p) await cleanVpcs(p.bootstrap.vpcId);
+  for (const image of await docker.listImages({ filters: JSON.stringify({ label: ['pier.kind=build'] }) })) {
+    if (p && image.Labels?.['pier.workspace'] === p.bootstrap.workspaceId)
+      await docker
+        .getImage(image.Id)
+        .remove({ force: true })
+        .catch(() => {});
+  }
   await oidc?.stop();
+  await git?.stop();
+  if (work) await rm(work, { recursive: true, force: true });
 });
 
 /** The terminal's rows as text (xterm's DOM renderer: one element per row). */
 const terminalRows = (page: Page) => page.locator('.xterm-rows > div').allTextContents();
+
+/**
+ * The browser's errors, less chromium's ERR_NETWORK_CHANGED: docker adds network interfaces
+ * on this host while containers start (rollouts, builds), and chromium then aborts requests
+ * in flight; the console reads again on its next poll.
+ */
+const errorsOf = (tab: { errors: string[] }) => tab.errors.filter((e) => !/ERR_NETWORK_CHANGED/.test(e));
 
 async function checkScreen(page: Page): Promise<void> {
   expect(await axe(page)).toEqual([]);
@@ -245,7 +285,67 @@ describe('the console: service screens in chromium', () => {
     expect(frames.filter((f) => f.includes(SECRET_VALUE))).toEqual([]);
 
     // Nothing but the browser's own lines for the 400 of the refused name and the domain check.
-    expect(tab.errors.filter((e) => !/status of (400|409|422)/.test(e))).toEqual([]);
+    expect(errorsOf(tab).filter((e) => !/status of (400|409|422)/.test(e))).toEqual([]);
+    expect(await tab.violations()).toEqual([]);
+    await tab.context.close();
+  }, 300_000);
+
+  it('builds from git with the log followed live, cancels a build, and turns uptime monitoring on', async () => {
+    const owner = p.api(p.bootstrap.token);
+    const service = (await owner.get(servicesPath)).body.items.find((s: { name: string }) => s.name === 'console-shop');
+    const tab = await openTab(browser, p.gatewayUrl);
+    const { page } = tab;
+    await signIn(page, p.gatewayUrl, p.bootstrap.token);
+    await page.goto(`${p.gatewayUrl}/services/${service.id}`);
+    await page.getByRole('heading', { name: 'Builds' }).waitFor();
+
+    // Uptime: checks every second through the edge; the state reaches up.
+    await page.getByLabel('Every (seconds)').fill('1');
+    await page.getByLabel('Timeout (seconds)').fill('0.5');
+    await page.getByRole('button', { name: 'Enable monitoring' }).click();
+    const uptime = page.getByRole('region', { name: 'Uptime' });
+    await expect.poll(() => uptime.locator('.facts .badge').first().textContent(), { timeout: 30_000 }).toBe('up');
+    await uptime.getByRole('meter', { name: 'Uptime over 24 hours' }).waitFor();
+    expect(await uptime.textContent()).toContain('every 1 s');
+
+    // A git build, not deployed: its log arrives live and it ends succeeded.
+    const builds = page.getByRole('region', { name: 'Builds' });
+    await builds.getByLabel('Repository URL').fill(git.url('site'));
+    await builds.getByLabel('Deploy the image once built').uncheck();
+    await builds.getByRole('button', { name: 'Start build' }).click();
+    const log = builds.getByLabel('Build log');
+    await expect.poll(() => log.textContent(), { timeout: 60_000 }).toContain('index.html');
+    await builds.getByRole('status').filter({ hasText: 'ended: succeeded' }).waitFor({ timeout: 120_000 });
+    await expect.poll(() => builds.locator('tr[data-build] .badge').first().textContent(), { timeout: 10_000 }).toBe('succeeded');
+    await checkScreen(page);
+
+    // An uploaded archive (a .tar.gz of a directory holding a Dockerfile) builds the same way.
+    const src = path.join(work, 'upload-src');
+    await mkdir(src, { recursive: true });
+    await writeFile(path.join(src, 'Dockerfile'), 'FROM pier/tiny-http:1\nRUN echo uploaded-source-build\n');
+    const archive = path.join(work, 'source.tar.gz');
+    await promisify(execFile)('tar', ['-czf', archive, '-C', src, '.']);
+    await builds.getByLabel('Upload an archive').check();
+    await builds.getByLabel('Source archive').setInputFiles(archive);
+    await builds.getByRole('button', { name: 'Start build' }).click();
+    await expect.poll(() => log.textContent(), { timeout: 60_000 }).toContain('uploaded-source-build');
+    await builds.getByRole('status').filter({ hasText: 'ended: succeeded' }).waitFor({ timeout: 120_000 });
+    expect((await owner.get(`${servicesPath}/${service.id}/builds`)).body.items[0]).toMatchObject({ source: 'upload', status: 'succeeded', deploy: false });
+    await builds.getByLabel('Git repository').check();
+
+    // A slow build, cancelled while it runs.
+    await builds.getByLabel('Repository URL').fill(git.url('slow'));
+    await builds.getByRole('button', { name: 'Start build' }).click();
+    await expect.poll(() => log.textContent(), { timeout: 60_000 }).toContain('slow-build-started');
+    await builds.getByRole('button', { name: 'Cancel build' }).click();
+    await builds.getByRole('status').filter({ hasText: 'ended: cancelled' }).waitFor({ timeout: 30_000 });
+    await expect.poll(() => builds.locator('tr[data-build] .badge').first().textContent(), { timeout: 10_000 }).toBe('cancelled');
+
+    // Monitoring off again.
+    await uptime.getByRole('button', { name: 'Disable monitoring' }).click();
+    await uptime.getByText('Uptime monitoring is off.').waitFor();
+    expect(await axe(page)).toEqual([]);
+    expect(errorsOf(tab)).toEqual([]);
     expect(await tab.violations()).toEqual([]);
     await tab.context.close();
   }, 300_000);
@@ -262,7 +362,9 @@ describe('the console: service screens in chromium', () => {
     await page.getByRole('heading', { name: 'Environment' }).waitFor();
     await page.locator('.env-list').waitFor();
     expect(await page.locator('.env-list').textContent()).toContain('from secret console-svc-secret, key DB_PASSWORD');
-    expect(await page.getByRole('button', { name: /Roll back|Open shell|Save environment|Attach domain|Verify|Detach/ }).count()).toBe(0);
+    expect(
+      await page.getByRole('button', { name: /Roll back|Open shell|Save environment|Attach domain|Verify|Detach|Start build|Cancel build|monitoring/ }).count(),
+    ).toBe(0);
     expect(await page.getByRole('heading', { name: 'Shell' }).count()).toBe(0);
     expect(await axe(page)).toEqual([]);
     await noSidewaysScroll(page);
@@ -270,7 +372,7 @@ describe('the console: service screens in chromium', () => {
     await page.goto(`${p.gatewayUrl}/services/new`);
     await page.getByText('Creating a service needs the Owner or Admin role.').waitFor();
     expect(await page.getByRole('button', { name: 'Create service' }).count()).toBe(0);
-    expect(tab.errors).toEqual([]);
+    expect(errorsOf(tab)).toEqual([]);
     expect(await tab.violations()).toEqual([]);
     await tab.context.close();
   });

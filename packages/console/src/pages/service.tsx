@@ -10,8 +10,10 @@ import { SERVICES_POLL_MS } from './services.tsx';
 import { SERVICE, TRANSITIONAL, type SectionProps } from './service-types.ts';
 import { ActionsSection } from './service-actions.tsx';
 import { DeploymentsSection } from './service-deployments.tsx';
+import { BuildsSection } from './service-builds.tsx';
 import { EnvSection } from './service-env.tsx';
 import { DomainsSection } from './service-domains.tsx';
+import { UptimeSection } from './service-uptime.tsx';
 import { ShellSection } from './service-shell.tsx';
 import { LogsSection } from './service-logs.tsx';
 import { LogHistorySection } from './service-log-history.tsx';
@@ -25,8 +27,10 @@ interface Section {
 const SECTIONS: Section[] = [
   { component: ActionsSection, writes: true },
   { component: DeploymentsSection },
+  { component: BuildsSection },
   { component: EnvSection },
   { component: DomainsSection },
+  { component: UptimeSection },
   { component: ShellSection, writes: true },
   { component: LogsSection },
   { component: LogHistorySection },
