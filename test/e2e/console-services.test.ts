@@ -7,7 +7,8 @@
 // nor in any answer the page received), rolls back to the first deployment after a
 // confirmation, attaches a domain and sees its DNS records, and finds a line in the log
 // history; builds from git and from an uploaded archive with the log followed live, cancels
-// one, and turns uptime monitoring on and off. Throughout: no console error, no CSP
+// one, turns uptime monitoring on and off; takes a disk backup, schedules backups and
+// restores one. Throughout: no console error, no CSP
 // violation (the gateway's `connect-src 'self'` lets the same-origin ws: through; xterm's
 // styles come from a file and constructed stylesheets), no serious axe-core finding, no
 // sideways scroll at 390 px. A Viewer sees no "Create service".
@@ -18,13 +19,13 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { docker, startGitServer, testEdge, type GitServer } from '@pier/testing';
+import { docker, RUN_LABELS, startGitServer, TEST_BACKUP_VOLUME, testEdge, type GitServer } from '@pier/testing';
 import { axe, launchChromium, noSidewaysScroll, openTab, signIn } from './console-support.ts';
 import { buildConsole } from '../../packages/console/scripts/build.ts';
 import { startPlatform, type Platform } from '../support/platform.ts';
 import { startOidcProvider, type OidcProvider } from '../support/oidc.ts';
 import { memberKey } from '../support/members.ts';
-import { cleanVpcs, TINY_HTTP, waitForStatus } from './services-support.ts';
+import { cleanVpcs, dockerCli, TINY_HTTP, waitForStatus } from './services-support.ts';
 
 let p: Platform;
 let oidc: OidcProvider;
@@ -47,6 +48,7 @@ beforeAll(async () => {
   await git.createRepo('slow');
   await git.commit('slow', { Dockerfile: 'FROM pier/tiny-http:1\nRUN echo slow-build-started && sleep 300\n' }, 'first');
   work = await mkdtemp(path.join(tmpdir(), 'pier-console-services-'));
+  await dockerCli('volume', 'create', ...RUN_LABELS.flatMap((l) => ['--label', l]), TEST_BACKUP_VOLUME);
   p = await startPlatform({
     env: {
       auth: oidc.env,
@@ -62,6 +64,7 @@ beforeAll(async () => {
         PIER_BUILD_INTERVAL_MS: '300',
         PIER_UPTIME_MIN_INTERVAL_SECONDS: '1',
         PIER_UPTIME_TICK_MS: '200',
+        PIER_COMPUTE_BACKUP_VOLUME: TEST_BACKUP_VOLUME,
       },
     },
   });
@@ -350,6 +353,59 @@ describe('the console: service screens in chromium', () => {
     await tab.context.close();
   }, 300_000);
 
+  it('takes a disk backup, sets and removes the schedule, and restores after a confirmation', async () => {
+    const owner = p.api(p.bootstrap.token);
+    const created = await owner.post(servicesPath, { name: 'console-files', image: TINY_HTTP, disk_size_gb: 1, disk_mount_path: '/data' });
+    expect(created.status).toBe(201);
+    const servicePath = `${servicesPath}/${created.body.id}`;
+    await waitForStatus(owner, servicePath, 'running', 60_000);
+    const tab = await openTab(browser, p.gatewayUrl);
+    const { page } = tab;
+    await signIn(page, p.gatewayUrl, p.bootstrap.token);
+    await page.goto(`${p.gatewayUrl}/services/${created.body.id}`);
+    const backups = page.getByRole('region', { name: 'Disk backups' });
+    await backups.getByText('No backup yet.').waitFor();
+    await backups.getByRole('button', { name: 'Back up now' }).click();
+    const row = backups.locator('tr[data-backup]').first();
+    await expect
+      .poll(
+        () =>
+          row
+            .locator('.badge')
+            .textContent()
+            .catch(() => ''),
+        { timeout: 60_000 },
+      )
+      .toBe('completed');
+    expect(await row.textContent()).toContain('manual');
+
+    // The schedule: a bad one gets the API's message at its field, then @daily is kept.
+    await backups.getByLabel('Backup schedule').fill('not a cron');
+    await backups.getByRole('button', { name: 'Set schedule' }).click();
+    await backups.locator('[data-field="schedule"] .field-error').waitFor();
+    await backups.getByLabel('Backup schedule').fill('@daily');
+    await backups.getByLabel('Backups kept').fill('3');
+    await backups.getByRole('button', { name: 'Set schedule' }).click();
+    await backups.getByText(/@daily \(UTC\), keeping the last 3 scheduled backups; next at/).waitFor();
+    expect((await owner.get(`${servicePath}/backups`)).body.schedule).toMatchObject({ schedule: '@daily', retention_count: 3 });
+    await checkScreen(page);
+
+    // Restore asks first; then the service goes down and comes back with the restore completed.
+    await row.getByRole('button', { name: /^Restore the backup of/ }).click();
+    const dialog = page.getByRole('dialog', { name: 'Restore the disk?' });
+    await dialog.getByRole('button', { name: 'Restore' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+    await backups.getByRole('status').filter({ hasText: 'Latest restore' }).locator('.badge').filter({ hasText: 'completed' }).waitFor({ timeout: 90_000 });
+    await waitForStatus(owner, servicePath, 'running', 60_000);
+
+    await backups.getByRole('button', { name: 'Remove schedule' }).click();
+    await backups.getByText('No schedule: backups are taken only by hand.').waitFor();
+    expect(await axe(page)).toEqual([]);
+    expect(errorsOf(tab).filter((e) => !/status of 400/.test(e))).toEqual([]);
+    expect(await tab.violations()).toEqual([]);
+    await tab.context.close();
+  }, 300_000);
+
   it('a Viewer sees no "Create service", and a service without its write sections', async () => {
     const tab = await openTab(browser, p.gatewayUrl, { width: 390, height: 844 });
     const { page } = tab;
@@ -363,7 +419,11 @@ describe('the console: service screens in chromium', () => {
     await page.locator('.env-list').waitFor();
     expect(await page.locator('.env-list').textContent()).toContain('from secret console-svc-secret, key DB_PASSWORD');
     expect(
-      await page.getByRole('button', { name: /Roll back|Open shell|Save environment|Attach domain|Verify|Detach|Start build|Cancel build|monitoring/ }).count(),
+      await page
+        .getByRole('button', {
+          name: /Roll back|Open shell|Save environment|Attach domain|Verify|Detach|Start build|Cancel build|monitoring|Back up now|schedule/,
+        })
+        .count(),
     ).toBe(0);
     expect(await page.getByRole('heading', { name: 'Shell' }).count()).toBe(0);
     expect(await axe(page)).toEqual([]);

@@ -14,6 +14,7 @@ import { BuildsSection } from './service-builds.tsx';
 import { EnvSection } from './service-env.tsx';
 import { DomainsSection } from './service-domains.tsx';
 import { UptimeSection } from './service-uptime.tsx';
+import { BackupsSection } from './service-backups.tsx';
 import { ShellSection } from './service-shell.tsx';
 import { LogsSection } from './service-logs.tsx';
 import { LogHistorySection } from './service-log-history.tsx';
@@ -31,6 +32,7 @@ const SECTIONS: Section[] = [
   { component: EnvSection },
   { component: DomainsSection },
   { component: UptimeSection },
+  { component: BackupsSection },
   { component: ShellSection, writes: true },
   { component: LogsSection },
   { component: LogHistorySection },
