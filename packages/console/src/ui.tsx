@@ -102,23 +102,23 @@ export function when(iso: string | null | undefined): string {
 }
 
 /**
- * A removal behind a confirmation: `button(item)` is a row's button, `dialog` goes once on
- * the page and asks "<verb> <noun>?" before `remove` runs; it stays open with the API's
- * message when the removal fails.
+ * An action behind a confirmation: `ask(item)` opens the dialog (it goes once on the page),
+ * which runs `run(item)` when confirmed and stays open with the API's message when it fails.
  */
-export function useConfirmedRemoval(opts: { verb: string; noun: string; warning: string; remove: (id: string) => Promise<unknown> }) {
-  const [target, setTarget] = useState<{ id: string; name: string } | null>(null);
-  const m = useMutation(opts.remove);
-  const button = (item: { id: string; name: string }) => (
-    <button type="button" class="danger" aria-label={`${opts.verb} ${opts.noun} ${item.name}`} onClick={() => setTarget({ id: item.id, name: item.name })}>
-      {opts.verb}
-    </button>
-  );
+export function useConfirmed<T>(opts: {
+  title: string;
+  confirmLabel: string;
+  run: (item: T) => Promise<unknown>;
+  body: (item: T | null) => ComponentChildren;
+  onDone?: (item: T) => void;
+}) {
+  const [target, setTarget] = useState<T | null>(null);
+  const m = useMutation(opts.run);
   const dialog = (
     <ConfirmDialog
       open={target !== null}
-      title={`${opts.verb} ${opts.noun}?`}
-      confirmLabel={`${opts.verb} ${opts.noun}`}
+      title={opts.title}
+      confirmLabel={opts.confirmLabel}
       pending={m.pending}
       error={m.error}
       onCancel={() => {
@@ -126,13 +126,37 @@ export function useConfirmedRemoval(opts: { verb: string; noun: string; warning:
         setTarget(null);
       }}
       onConfirm={async () => {
-        if (target && (await m.run(target.id))) setTarget(null);
+        if (target !== null && (await m.run(target))) {
+          opts.onDone?.(target);
+          setTarget(null);
+        }
       }}
     >
-      <p>
-        {opts.verb} <strong>{target?.name}</strong>? {opts.warning}
-      </p>
+      {opts.body(target)}
     </ConfirmDialog>
+  );
+  return { ask: setTarget, dialog };
+}
+
+/**
+ * A removal behind a confirmation: `button(item)` is a row's button, `dialog` goes once on
+ * the page and asks "<verb> <noun>?" before `remove` runs.
+ */
+export function useConfirmedRemoval(opts: { verb: string; noun: string; warning: string; remove: (id: string) => Promise<unknown> }) {
+  const { ask, dialog } = useConfirmed<{ id: string; name: string }>({
+    title: `${opts.verb} ${opts.noun}?`,
+    confirmLabel: `${opts.verb} ${opts.noun}`,
+    run: (item) => opts.remove(item.id),
+    body: (item) => (
+      <p>
+        {opts.verb} <strong>{item?.name}</strong>? {opts.warning}
+      </p>
+    ),
+  });
+  const button = (item: { id: string; name: string }) => (
+    <button type="button" class="danger" aria-label={`${opts.verb} ${opts.noun} ${item.name}`} onClick={() => ask({ id: item.id, name: item.name })}>
+      {opts.verb}
+    </button>
   );
   return { button, dialog };
 }

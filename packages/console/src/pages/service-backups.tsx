@@ -5,7 +5,7 @@ import { useState } from 'preact/hooks';
 import { unwrap } from '../api.ts';
 import { useMutation, useQuery } from '../data.ts';
 import { useSession } from '../session.ts';
-import { ConfirmDialog, ErrorNote, Field, fieldOf, ListTable, StatusBadge, when } from '../ui.tsx';
+import { ErrorNote, Field, fieldOf, ListTable, StatusBadge, useConfirmed, when } from '../ui.tsx';
 import { SERVICE, type SectionProps } from './service-types.ts';
 
 const BACKUPS = `${SERVICE}/backups` as const;
@@ -26,8 +26,17 @@ export function BackupsSection({ service, path }: SectionProps) {
   const { client, canWrite } = useSession();
   const backups = useQuery(`backups:${service.id}`, () => unwrap(client.GET(BACKUPS, { params: { path, query: { limit: 20 } } })), 5000);
   const take = useMutation(() => unwrap(client.POST(BACKUPS, { params: { path } })));
-  const restore = useMutation((backup_id: string) => unwrap(client.POST(`${BACKUPS}/restore`, { params: { path }, body: { backup_id } })));
-  const [target, setTarget] = useState<{ id: string; created_at: string } | null>(null);
+  const restore = useConfirmed<{ id: string; created_at: string }>({
+    title: 'Restore the disk?',
+    confirmLabel: 'Restore',
+    run: (b) => unwrap(client.POST(`${BACKUPS}/restore`, { params: { path }, body: { backup_id: b.id } })),
+    body: (b) => (
+      <p>
+        Replace the disk's contents with the backup of <strong>{when(b?.created_at)}</strong>? The service is scaled down meanwhile and unavailable until it is
+        back up; what was written since that backup is lost.
+      </p>
+    ),
+  });
   if (service.disk_size_gb === null) return null;
   const data = backups.data;
   const rows = { ...backups, data: data && { items: data.items.map((b) => ({ ...b, name: b.id })) } };
@@ -64,7 +73,7 @@ export function BackupsSection({ service, path }: SectionProps) {
           canWrite
             ? (b) =>
                 b.status === 'completed' && (
-                  <button type="button" aria-label={`Restore the backup of ${when(b.created_at)}`} onClick={() => setTarget(b)}>
+                  <button type="button" aria-label={`Restore the backup of ${when(b.created_at)}`} onClick={() => restore.ask(b)}>
                     Restore
                   </button>
                 )
@@ -83,25 +92,7 @@ export function BackupsSection({ service, path }: SectionProps) {
         )}
       />
       {data && <Schedule path={path} schedule={data.schedule} />}
-      <ConfirmDialog
-        open={target !== null}
-        title="Restore the disk?"
-        confirmLabel="Restore"
-        pending={restore.pending}
-        error={restore.error}
-        onCancel={() => {
-          restore.reset();
-          setTarget(null);
-        }}
-        onConfirm={async () => {
-          if (target && (await restore.run(target.id))) setTarget(null);
-        }}
-      >
-        <p>
-          Replace the disk's contents with the backup of <strong>{when(target?.created_at)}</strong>? The service is scaled down meanwhile and unavailable until
-          it is back up; what was written since that backup is lost.
-        </p>
-      </ConfirmDialog>
+      {restore.dialog}
     </div>
   );
 }

@@ -2,9 +2,9 @@
 // ran (after a confirmation). A rollback is itself a new deployment at the top of the list.
 import { useState } from 'preact/hooks';
 import { unwrap, type paths } from '../api.ts';
-import { useMutation, useQuery } from '../data.ts';
+import { useQuery } from '../data.ts';
 import { useSession } from '../session.ts';
-import { ConfirmDialog, ListTable, StatusBadge, when } from '../ui.tsx';
+import { ListTable, StatusBadge, useConfirmed, when } from '../ui.tsx';
 import { SERVICE, type SectionProps } from './service-types.ts';
 
 type Deployment = paths[`${typeof SERVICE}/deployments`]['get']['responses'][200]['content']['application/json']['items'][number];
@@ -19,9 +19,18 @@ export function DeploymentsSection({ service, path }: SectionProps) {
     () => unwrap(client.GET(`${SERVICE}/deployments`, { params: { path, query: { limit: 20 } } })),
     5000,
   );
-  const [target, setTarget] = useState<Deployment | null>(null);
   const [done, setDone] = useState('');
-  const rollback = useMutation((deployment_id: string) => unwrap(client.POST(`${SERVICE}/rollback`, { params: { path }, body: { deployment_id } })));
+  const rollback = useConfirmed<Deployment>({
+    title: 'Roll back?',
+    confirmLabel: 'Roll back',
+    run: (d) => unwrap(client.POST(`${SERVICE}/rollback`, { params: { path }, body: { deployment_id: d.id } })),
+    onDone: (d) => setDone(`Rolling back to ${d.image}: the status above follows it.`),
+    body: (d) => (
+      <p>
+        Deploy <strong class="wrap">{d?.image}</strong> again, as it ran on {when(d?.created_at)}? The service rolls out to that image.
+      </p>
+    ),
+  });
   // ListTable marks each row with its `name`: a deployment's is its id.
   const rows = { ...deployments, data: deployments.data && { items: deployments.data.items.map((d) => ({ ...d, name: d.id })) } };
   return (
@@ -44,7 +53,7 @@ export function DeploymentsSection({ service, path }: SectionProps) {
             ? (d) =>
                 d.id !== service.current_deployment_id &&
                 ROLLBACKABLE.has(d.status) && (
-                  <button type="button" aria-label={`Roll back to ${d.image} of ${when(d.created_at)}`} onClick={() => setTarget(d)}>
+                  <button type="button" aria-label={`Roll back to ${d.image} of ${when(d.created_at)}`} onClick={() => rollback.ask(d)}>
                     Roll back
                   </button>
                 )
@@ -65,27 +74,7 @@ export function DeploymentsSection({ service, path }: SectionProps) {
           </>
         )}
       />
-      <ConfirmDialog
-        open={target !== null}
-        title="Roll back?"
-        confirmLabel="Roll back"
-        pending={rollback.pending}
-        error={rollback.error}
-        onCancel={() => {
-          rollback.reset();
-          setTarget(null);
-        }}
-        onConfirm={async () => {
-          if (target && (await rollback.run(target.id))) {
-            setDone(`Rolling back to ${target.image}: the status above follows it.`);
-            setTarget(null);
-          }
-        }}
-      >
-        <p>
-          Deploy <strong class="wrap">{target?.image}</strong> again, as it ran on {when(target?.created_at)}? The service rolls out to that image.
-        </p>
-      </ConfirmDialog>
+      {rollback.dialog}
     </div>
   );
 }
