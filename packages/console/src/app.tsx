@@ -8,6 +8,7 @@ import { ErrorNote, Loading } from './ui.tsx';
 import { SignIn, SignInCallback } from './pages/sign-in.tsx';
 import { ServicesPage } from './pages/services.tsx';
 import { ServicePage } from './pages/service.tsx';
+import { CreateServicePage } from './pages/service-create.tsx';
 import { SecretsPage } from './pages/secrets.tsx';
 import { ApiKeysPage } from './pages/api-keys.tsx';
 import { DatabasePage, DatabasesPage } from './pages/databases.tsx';
@@ -199,6 +200,7 @@ function Shell({ client, onSignOut }: { client: PierClient; onSignOut: () => voi
 }
 
 function Route({ path }: { path: string }) {
+  if (path === '/services/new') return <CreateServicePage />;
   const service = /^\/services\/([^/]+)$/.exec(path);
   if (service) return <ServicePage id={decodeURIComponent(service[1]!)} />;
   if (path.startsWith('/services')) return <ServicesPage />;

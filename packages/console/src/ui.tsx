@@ -1,6 +1,6 @@
 // Small shared pieces: API errors in the API's words, a confirmation dialog, copy buttons.
 import type { ComponentChildren } from 'preact';
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useId, useRef, useState } from 'preact/hooks';
 import { messageOf, PierApiError } from './api.ts';
 import { useMutation, type QueryState } from './data.ts';
 
@@ -35,6 +35,8 @@ export function ConfirmDialog(props: {
   onCancel: () => void;
 }) {
   const ref = useRef<HTMLDialogElement>(null);
+  // Several dialogs may sit on one page (a service's detail has a few).
+  const titleId = useId();
   useEffect(() => {
     const d = ref.current;
     if (!d) return;
@@ -44,13 +46,13 @@ export function ConfirmDialog(props: {
   return (
     <dialog
       ref={ref}
-      aria-labelledby="confirm-title"
+      aria-labelledby={titleId}
       onCancel={(e) => {
         e.preventDefault();
         props.onCancel();
       }}
     >
-      <h2 id="confirm-title">{props.title}</h2>
+      <h2 id={titleId}>{props.title}</h2>
       <div>{props.children}</div>
       <ErrorNote error={props.error} />
       <div class="actions">
@@ -100,23 +102,23 @@ export function when(iso: string | null | undefined): string {
 }
 
 /**
- * A removal behind a confirmation: `button(item)` is a row's button, `dialog` goes once on
- * the page and asks "<verb> <noun>?" before `remove` runs; it stays open with the API's
- * message when the removal fails.
+ * An action behind a confirmation: `ask(item)` opens the dialog (it goes once on the page),
+ * which runs `run(item)` when confirmed and stays open with the API's message when it fails.
  */
-export function useConfirmedRemoval(opts: { verb: string; noun: string; warning: string; remove: (id: string) => Promise<unknown> }) {
-  const [target, setTarget] = useState<{ id: string; name: string } | null>(null);
-  const m = useMutation(opts.remove);
-  const button = (item: { id: string; name: string }) => (
-    <button type="button" class="danger" aria-label={`${opts.verb} ${opts.noun} ${item.name}`} onClick={() => setTarget({ id: item.id, name: item.name })}>
-      {opts.verb}
-    </button>
-  );
+export function useConfirmed<T>(opts: {
+  title: string;
+  confirmLabel: string;
+  run: (item: T) => Promise<unknown>;
+  body: (item: T | null) => ComponentChildren;
+  onDone?: (item: T) => void;
+}) {
+  const [target, setTarget] = useState<T | null>(null);
+  const m = useMutation(opts.run);
   const dialog = (
     <ConfirmDialog
       open={target !== null}
-      title={`${opts.verb} ${opts.noun}?`}
-      confirmLabel={`${opts.verb} ${opts.noun}`}
+      title={opts.title}
+      confirmLabel={opts.confirmLabel}
       pending={m.pending}
       error={m.error}
       onCancel={() => {
@@ -124,13 +126,37 @@ export function useConfirmedRemoval(opts: { verb: string; noun: string; warning:
         setTarget(null);
       }}
       onConfirm={async () => {
-        if (target && (await m.run(target.id))) setTarget(null);
+        if (target !== null && (await m.run(target))) {
+          opts.onDone?.(target);
+          setTarget(null);
+        }
       }}
     >
-      <p>
-        {opts.verb} <strong>{target?.name}</strong>? {opts.warning}
-      </p>
+      {opts.body(target)}
     </ConfirmDialog>
+  );
+  return { ask: setTarget, dialog };
+}
+
+/**
+ * A removal behind a confirmation: `button(item)` is a row's button, `dialog` goes once on
+ * the page and asks "<verb> <noun>?" before `remove` runs.
+ */
+export function useConfirmedRemoval(opts: { verb: string; noun: string; warning: string; remove: (id: string) => Promise<unknown> }) {
+  const { ask, dialog } = useConfirmed<{ id: string; name: string }>({
+    title: `${opts.verb} ${opts.noun}?`,
+    confirmLabel: `${opts.verb} ${opts.noun}`,
+    run: (item) => opts.remove(item.id),
+    body: (item) => (
+      <p>
+        {opts.verb} <strong>{item?.name}</strong>? {opts.warning}
+      </p>
+    ),
+  });
+  const button = (item: { id: string; name: string }) => (
+    <button type="button" class="danger" aria-label={`${opts.verb} ${opts.noun} ${item.name}`} onClick={() => ask({ id: item.id, name: item.name })}>
+      {opts.verb}
+    </button>
   );
   return { button, dialog };
 }
@@ -160,7 +186,9 @@ export function ListTable<T extends { id: string; name: string }>(props: {
       ) : query.error && !query.data ? null : items.length === 0 ? (
         <p>{props.empty}</p>
       ) : (
-        <div class="table-wrap">
+        // Focusable and named: a table wider than a narrow screen scrolls inside this box,
+        // and the keyboard must reach it even when no row holds a link or a button.
+        <div class="table-wrap" tabIndex={0} role="region" aria-label={props.caption ?? props.what}>
           <table>
             {props.caption && <caption class="sr-only">{props.caption}</caption>}
             <thead>
@@ -189,5 +217,49 @@ export function ListTable<T extends { id: string; name: string }>(props: {
         </div>
       )}
     </>
+  );
+}
+
+/** The field a 4xx names (`command.0` belongs to `command`), for showing its message beside that field. */
+export function fieldOf(error: unknown): string | undefined {
+  return error instanceof PierApiError && error.field ? error.field.split(/[.[]/)[0] : undefined;
+}
+
+/**
+ * A labelled form field; when the API's error names it, the message shows under it and the
+ * control is marked invalid (and described by the message).
+ */
+export function Field(props: {
+  name: string;
+  label: string;
+  hint?: ComponentChildren;
+  error: unknown;
+  children: (a11y: Record<string, string | boolean | undefined>) => ComponentChildren;
+}) {
+  const mine = fieldOf(props.error) === props.name;
+  const hintId = props.hint ? `${props.name}-hint` : undefined;
+  const errorId = mine ? `${props.name}-error` : undefined;
+  return (
+    <div class="field" data-field={props.name}>
+      <label>
+        {props.label}
+        {props.children({
+          id: props.name,
+          name: props.name,
+          'aria-invalid': mine || undefined,
+          'aria-describedby': [errorId, hintId].filter(Boolean).join(' ') || undefined,
+        })}
+      </label>
+      {props.hint && (
+        <p class="hint" id={hintId}>
+          {props.hint}
+        </p>
+      )}
+      {mine && (
+        <p class="field-error" id={errorId} role="alert">
+          {(props.error as PierApiError).message}
+        </p>
+      )}
+    </div>
   );
 }

@@ -1,19 +1,47 @@
-import { useEffect, useState } from 'preact/hooks';
-import { unwrap, type paths } from '../api.ts';
-import { readEvents } from '../event-stream.ts';
-import { useMutation, useQuery } from '../data.ts';
+// A service's detail: its facts, then one section per thing a person does with it. Each
+// section lives in its own file (service-*.tsx) and gets the same props; the page is the
+// list below, so a section is added by one line.
+import type { FunctionComponent } from 'preact';
+import { unwrap } from '../api.ts';
+import { useQuery } from '../data.ts';
 import { useSession } from '../session.ts';
 import { ErrorNote, Loading, StatusBadge, when } from '../ui.tsx';
 import { SERVICES_POLL_MS } from './services.tsx';
+import { SERVICE, TRANSITIONAL, type SectionProps } from './service-types.ts';
+import { ActionsSection } from './service-actions.tsx';
+import { DeploymentsSection } from './service-deployments.tsx';
+import { BuildsSection } from './service-builds.tsx';
+import { EnvSection } from './service-env.tsx';
+import { DomainsSection } from './service-domains.tsx';
+import { UptimeSection } from './service-uptime.tsx';
+import { BackupsSection } from './service-backups.tsx';
+import { ShellSection } from './service-shell.tsx';
+import { LogsSection } from './service-logs.tsx';
+import { LogHistorySection } from './service-log-history.tsx';
+
+interface Section {
+  component: FunctionComponent<SectionProps>;
+  /** Shown to Owners and Admins only (every control in it writes). */
+  writes?: boolean;
+}
+
+const SECTIONS: Section[] = [
+  { component: ActionsSection, writes: true },
+  { component: DeploymentsSection },
+  { component: BuildsSection },
+  { component: EnvSection },
+  { component: DomainsSection },
+  { component: UptimeSection },
+  { component: BackupsSection },
+  { component: ShellSection, writes: true },
+  { component: LogsSection },
+  { component: LogHistorySection },
+];
 
 export function ServicePage({ id }: { id: string }) {
   const { client, workspaceId, vpcId, canWrite } = useSession();
   const path = { workspaceID: workspaceId, vpcID: vpcId, serviceID: id };
-  const service = useQuery(
-    `service:${workspaceId}:${vpcId}:${id}`,
-    () => unwrap(client.GET('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}', { params: { path } })),
-    SERVICES_POLL_MS,
-  );
+  const service = useQuery(`service:${workspaceId}:${vpcId}:${id}`, () => unwrap(client.GET(SERVICE, { params: { path } })), SERVICES_POLL_MS);
   const s = service.data;
   return (
     <section aria-labelledby="service-title">
@@ -47,140 +75,17 @@ export function ServicePage({ id }: { id: string }) {
             <dt>Updated</dt>
             <dd>{when(s.updated_at)}</dd>
           </dl>
-          {canWrite && <Actions path={path} image={s.image} />}
-          <Logs path={path} />
+          {TRANSITIONAL.has(s.status) && (
+            <p class="note progress-note" role="status">
+              <progress aria-label={`${s.status}`} /> {s.status[0]!.toUpperCase() + s.status.slice(1)}: {s.replicas.ready} of {s.replicas.desired} replicas
+              ready. This follows the service until it is {s.status === 'deleting' ? 'deleted' : 'running'}.
+            </p>
+          )}
+          {SECTIONS.filter((x) => canWrite || !x.writes).map(({ component: C }, i) => (
+            <C key={i} service={s} path={path} />
+          ))}
         </>
       )}
     </section>
-  );
-}
-
-type ServicePath = { workspaceID: string; vpcID: string; serviceID: string };
-
-function Actions({ path, image }: { path: ServicePath; image: string | null }) {
-  const { client } = useSession();
-  const [tag, setTag] = useState('');
-  const [done, setDone] = useState('');
-  const deploy = useMutation((image_tag: string) =>
-    unwrap(client.POST('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/deploy', { params: { path }, body: { image_tag } })),
-  );
-  const restart = useMutation(() => unwrap(client.POST('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/restart', { params: { path } })));
-  return (
-    <div class="panel">
-      <h2>Actions</h2>
-      <form
-        class="inline"
-        onSubmit={async (e) => {
-          e.preventDefault();
-          setDone('');
-          if (await deploy.run(tag.trim())) setDone(`Deploying ${tag.trim()}: the status above follows it.`);
-        }}
-      >
-        <label>
-          Image tag to deploy
-          <input value={tag} placeholder={image?.split(':').pop() ?? 'latest'} required onInput={(e) => setTag(e.currentTarget.value)} />
-        </label>
-        <button type="submit" class="primary" disabled={deploy.pending || !tag.trim()}>
-          {deploy.pending ? 'Deploying…' : 'Deploy'}
-        </button>
-        <button
-          type="button"
-          disabled={restart.pending}
-          onClick={async () => {
-            setDone('');
-            if (await restart.run()) setDone('Restarting: the status above follows it.');
-          }}
-        >
-          {restart.pending ? 'Restarting…' : 'Restart'}
-        </button>
-      </form>
-      <ErrorNote error={deploy.error ?? restart.error} />
-      {done && (
-        <p class="note" role="status">
-          {done}
-        </p>
-      )}
-    </div>
-  );
-}
-
-type LogLine =
-  paths['/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/logs']['get']['responses'][200]['content']['application/json']['items'][number];
-
-/** How many lines the page keeps while following (older ones scroll away). */
-const KEPT_LINES = 1000;
-
-/**
- * The service's logs, followed live over the API's event stream (`?follow=true`: the
- * recent lines, then each new one as it is printed). Pausing keeps what is on screen; a
- * stream that ends (an instance restarting) is opened again after a moment.
- */
-function Logs({ path }: { path: ServicePath }) {
-  const { client } = useSession();
-  const [follow, setFollow] = useState(true);
-  const [lines, setLines] = useState<LogLine[]>([]);
-  const [state, setState] = useState<'connecting' | 'live' | 'paused' | 'reconnecting'>('connecting');
-  const [error, setError] = useState<unknown>(undefined);
-
-  useEffect(() => {
-    if (!follow) {
-      setState('paused');
-      return;
-    }
-    const stop = new AbortController();
-    let retry: ReturnType<typeof setTimeout> | undefined;
-    const open = async () => {
-      try {
-        const body = await unwrap(
-          client.GET('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/logs', {
-            params: { path, query: { follow: 'true', limit: 200 } },
-            parseAs: 'stream',
-            signal: stop.signal,
-          }),
-        );
-        setError(undefined);
-        setLines([]); // the stream starts with the recent lines again
-        setState('live');
-        for await (const e of readEvents(body as ReadableStream<Uint8Array>)) {
-          if (e.event !== 'line') continue;
-          const line = JSON.parse(e.data) as LogLine;
-          setLines((old) => (old.length >= KEPT_LINES ? [...old.slice(old.length - KEPT_LINES + 1), line] : [...old, line]));
-        }
-      } catch (err) {
-        if (stop.signal.aborted) return;
-        setError(err);
-      }
-      if (stop.signal.aborted) return;
-      setState('reconnecting');
-      retry = setTimeout(() => void open(), 2000);
-    };
-    setState('connecting');
-    void open();
-    return () => {
-      stop.abort();
-      clearTimeout(retry);
-    };
-  }, [follow, path.serviceID]);
-
-  return (
-    <div class="panel">
-      <div class="panel-head">
-        <h2>Logs</h2>
-        <span class="muted" role="status">
-          {state === 'live' ? 'following' : state}
-        </span>
-        <button type="button" aria-pressed={!follow} onClick={() => setFollow(!follow)}>
-          {follow ? 'Pause' : 'Follow'}
-        </button>
-      </div>
-      <ErrorNote error={error} />
-      {lines.length === 0 ? (
-        <p class="muted">{state === 'connecting' ? 'Loading logs…' : 'No log lines yet.'}</p>
-      ) : (
-        <pre class="logs" tabIndex={0} aria-label="Log lines">
-          {lines.map((l) => `${l.timestamp} ${l.replica} ${l.message}`).join('\n')}
-        </pre>
-      )}
-    </div>
   );
 }

@@ -7,7 +7,7 @@ import { ListTable, StatusBadge } from '../ui.tsx';
 export const SERVICES_POLL_MS = 3000;
 
 export function ServicesPage() {
-  const { client, workspaceId, vpcId } = useSession();
+  const { client, workspaceId, vpcId, canWrite } = useSession();
   const services = useQuery(
     `services:${workspaceId}:${vpcId}`,
     () =>
@@ -20,14 +20,21 @@ export function ServicesPage() {
   );
   return (
     <section aria-labelledby="services-title">
-      <h1 id="services-title">Services</h1>
+      <div class="panel-head">
+        <h1 id="services-title">Services</h1>
+        {canWrite && (
+          <a class="button primary" href="/services/new">
+            Create service
+          </a>
+        )}
+      </div>
       <ListTable
         query={services}
         kind="service"
         what="services"
         empty={
           <>
-            No services in this VPC yet. Create one with <code>pier services create</code>.
+            No services in this VPC yet. Create one {canWrite ? 'with the button above or ' : ''}with <code>pier services create</code>.
           </>
         }
         caption="Services, refreshed every few seconds"
