@@ -162,6 +162,13 @@ describe('the console’s database screens in chromium', () => {
     expect(new Date(String(await picker.getAttribute('min'))).getTime()).toBe(Math.floor(new Date(listed.recovery_window.earliest).getTime() / 1000) * 1000);
     expect(await picker.getAttribute('max')).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$/);
     expect(await page.getByLabel('Backup', { exact: true }).locator('option').allTextContents()).toContain(listed.items[0]!.name);
+    // A time before the window is refused on the form, before any request.
+    await picker.fill('2000-01-01T00:00:00');
+    await page.getByLabel('New database name').fill('console-pitr');
+    await page.getByRole('button', { name: 'Restore' }).click();
+    await page.locator('#restore-time-error').filter({ hasText: 'Outside the recovery window' }).waitFor();
+    expect(await picker.getAttribute('aria-invalid')).toBe('true');
+    expect((await owner.get(base)).body.items.map((d: { name: string }) => d.name)).toEqual(['console-db']);
     await checkScreen(page);
 
     // The allowlist: a rule added, a bad CIDR refused at its field, the rule removed after a confirmation.
@@ -219,4 +226,25 @@ describe('the console’s database screens in chromium', () => {
     expect(await tab.violations()).toEqual([]);
     await tab.context.close();
   }, 60_000);
+
+  it('an owner deletes the database after a confirmation and sees it leave the list', async () => {
+    const tab = await openTab(browser, p.gatewayUrl);
+    const { page } = tab;
+    await signIn(page, p.gatewayUrl, p.bootstrap.token);
+    await page.goto(`${p.gatewayUrl}/databases/${databaseId}`);
+    await page.getByRole('heading', { name: 'console-db' }).waitFor();
+    const dialog = page.getByRole('dialog', { name: 'Delete database?' });
+    await page.getByRole('button', { name: 'Delete database console-db' }).click();
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+    await page.getByRole('button', { name: 'Delete database console-db' }).click();
+    expect(await axe(page)).toEqual([]);
+    await dialog.getByRole('button', { name: 'Delete database' }).click();
+    await page.waitForURL(`${p.gatewayUrl}/databases`);
+    await page.locator('tr[data-database="console-db"]').waitFor({ state: 'detached', timeout: 60_000 });
+    await page.getByText('No databases in this VPC yet.').waitFor();
+    expect(tab.errors).toEqual([]);
+    expect(await tab.violations()).toEqual([]);
+    await tab.context.close();
+  }, 90_000);
 });

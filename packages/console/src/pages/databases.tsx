@@ -2,8 +2,9 @@ import { useState } from 'preact/hooks';
 import { Fragment, type ComponentChildren } from 'preact';
 import { unwrap, type paths } from '../api.ts';
 import { useQuery } from '../data.ts';
+import { navigate } from '../router.ts';
 import { useSession } from '../session.ts';
-import { CopyButton, ErrorNote, ListTable, Loading, Progress, StatusBadge, useConfirmedRemoval, when } from '../ui.tsx';
+import { CopyButton, ErrorNote, ListTable, Loading, Progress, StatusBadge, ConfirmDialog, when } from '../ui.tsx';
 import { SqlConsole } from './database-sql.tsx';
 import { SchemaBrowser } from './database-schema.tsx';
 import { SlowQueries } from './database-slow-queries.tsx';
@@ -84,7 +85,13 @@ type DatabaseRecord = paths['/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/datab
 // The tabs of a database's screen, each its own file; `admin` ones need Owner or Admin
 // (the API refuses schema and query to anyone else, so a Viewer is not shown them).
 const TABS: { slug: string; label: string; admin: boolean; render: (p: DatabaseTabProps) => ComponentChildren }[] = [
-  { slug: '', label: 'Connection', admin: false, render: ({ path }) => <Connection path={path} /> },
+  {
+    slug: '',
+    label: 'Connection',
+    admin: false,
+    render: ({ db, path }) =>
+      db.status === 'running' ? <Connection path={path} /> : <p class="muted">Connection details appear once the database is running.</p>,
+  },
   { slug: 'sql', label: 'SQL console', admin: true, render: (p) => <SqlConsole {...p} /> },
   { slug: 'schema', label: 'Schema', admin: true, render: (p) => <SchemaBrowser {...p} /> },
   { slug: 'slow-queries', label: 'Slow queries', admin: false, render: (p) => <SlowQueries {...p} /> },
@@ -183,18 +190,43 @@ export function DatabasePage({ id, tab }: { id: string; tab: string }) {
 /** Deleting asks first: it takes the data with it (backups stay for the retention days). */
 function DeleteDatabase({ db, path }: DatabaseTabProps) {
   const { client } = useSession();
-  const remove = useConfirmedRemoval({
-    verb: 'Delete',
-    noun: 'database',
-    warning: 'Its data goes with it; its backups stay restorable for the retention days.',
-    remove: async () => {
+  const [open, setOpen] = useState(false);
+  const [pending, setPending] = useState(false);
+  const [error, setError] = useState<unknown>(undefined);
+  // Not useMutation: its re-read of every query on screen would ask this deleting database
+  // for its connection (a 409). The screen leaves instead; the list shows it `deleting`.
+  const confirm = async () => {
+    setPending(true);
+    setError(undefined);
+    try {
       await unwrap(client.DELETE('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/databases/{databaseID}', { params: { path } }));
-    },
-  });
+      navigate('/databases');
+    } catch (err) {
+      setError(err);
+      setPending(false);
+    }
+  };
   return (
     <>
-      {remove.button({ id: db.id, name: db.name })}
-      {remove.dialog}
+      <button type="button" class="danger" aria-label={`Delete database ${db.name}`} onClick={() => setOpen(true)}>
+        Delete
+      </button>
+      <ConfirmDialog
+        open={open}
+        title="Delete database?"
+        confirmLabel="Delete database"
+        pending={pending}
+        error={error}
+        onCancel={() => {
+          setError(undefined);
+          setOpen(false);
+        }}
+        onConfirm={() => void confirm()}
+      >
+        <p>
+          Delete <strong>{db.name}</strong>? Its data goes with it; its backups stay restorable for the retention days.
+        </p>
+      </ConfirmDialog>
     </>
   );
 }
