@@ -4,8 +4,10 @@
 // API 400 shown at its field), watches it come up to running, reveals its connection
 // string, runs SQL (a result grid, an engine error, a table then seen in the schema
 // browser), resets slow-query statistics, takes a backup and sees it listed with the
-// recovery window bounding the restore's time picker, edits the IP allowlist; a Viewer
-// sees no "Create database" and no SQL or schema tab. One database serves every step. On
+// recovery window bounding the restore's time picker, edits the IP allowlist, forks it
+// into another VPC and restores it into a new database (whose screen shows the progress
+// until running), and deletes it after a confirmation; a Viewer sees no "Create
+// database" and no SQL or schema tab. One database serves every step. On
 // each screen: axe-core finds nothing serious, no CSP violation, no console error beyond
 // the browser's own lines for the API's deliberate 4xx answers, no sideways scroll at 390 px.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,25 +17,29 @@ import { buildConsole } from '../../packages/console/scripts/build.ts';
 import { startPlatform, type Platform } from '../support/platform.ts';
 import { startOidcProvider, type OidcProvider } from '../support/oidc.ts';
 import { memberKey } from '../support/members.ts';
-import { DATABASES_ENV, cleanupVpc } from './databases-helpers.ts';
+import { DATABASES_ENV, cleanupVpc, waitForStatus } from './databases-helpers.ts';
 
 let p: Platform;
 let oidc: OidcProvider;
 let browser: Browser;
 let viewerKey: string;
 let databaseId: string | undefined;
+let otherVpcId: string;
 
 beforeAll(async () => {
   const [built] = await Promise.all([buildConsole({ ifNeeded: true }), startOidcProvider().then((o) => (oidc = o))]);
   p = await startPlatform({ env: { auth: oidc.env, gateway: { PIER_CONSOLE_DIR: built.dir }, databases: DATABASES_ENV } });
   browser = await launchChromium();
   viewerKey = await memberKey(p, oidc, 'console-db-viewer@example.com', 'viewer');
+  const other = await p.api(p.bootstrap.token).post(`/api/v1/workspaces/${p.bootstrap.workspaceId}/vpcs`, { name: 'console-db-other' });
+  expect(other.status).toBe(201);
+  otherVpcId = other.body.id;
 }, 120_000);
 
 afterAll(async () => {
   await browser?.close();
   await p?.stop();
-  if (p) await cleanupVpc(p.bootstrap.vpcId);
+  if (p) await Promise.all([cleanupVpc(p.bootstrap.vpcId), otherVpcId && cleanupVpc(otherVpcId)]);
   await oidc?.stop();
 });
 
@@ -48,7 +54,7 @@ async function checkScreen(page: Page): Promise<void> {
 const section = (page: Page, name: string) => page.getByRole('navigation', { name: 'Database sections' }).getByRole('link', { name, exact: true }).click();
 
 describe('the console’s database screens in chromium', () => {
-  it('an owner creates a PostgreSQL database and uses its connection, SQL console, schema, slow queries, backups and allowlist', async () => {
+  it('an owner creates a PostgreSQL database and uses its connection, SQL console, schema, slow queries, backups, allowlist, fork and restore', async () => {
     const owner = p.api(p.bootstrap.token);
     const base = `/api/v1/workspaces/${p.bootstrap.workspaceId}/vpcs/${p.bootstrap.vpcId}/databases`;
     const tab = await openTab(browser, p.gatewayUrl);
@@ -169,6 +175,7 @@ describe('the console’s database screens in chromium', () => {
     await page.locator('#restore-time-error').filter({ hasText: 'Outside the recovery window' }).waitFor();
     expect(await picker.getAttribute('aria-invalid')).toBe('true');
     expect((await owner.get(base)).body.items.map((d: { name: string }) => d.name)).toEqual(['console-db']);
+    await picker.fill('');
     await checkScreen(page);
 
     // The allowlist: a rule added, a bad CIDR refused at its field, the rule removed after a confirmation.
@@ -193,8 +200,23 @@ describe('the console’s database screens in chromium', () => {
     await page.getByLabel('Replica count').fill('99');
     await page.getByRole('button', { name: 'Apply' }).click();
     await page.locator('#replica-count-error').waitFor();
-    expect(await page.getByLabel('Into VPC').locator('option').count()).toBeGreaterThanOrEqual(1);
     await checkScreen(page);
+    // A fork into another VPC of the workspace: made there from the latest backup.
+    await page.getByLabel('Fork name').fill('console-fork');
+    await page.getByLabel('Into VPC').selectOption({ label: 'console-db-other' });
+    await page.getByRole('button', { name: 'Fork', exact: true }).click();
+    await page.getByRole('status').filter({ hasText: 'console-fork is being created in VPC console-db-other' }).waitFor();
+    const forks = (await owner.get(`/api/v1/workspaces/${p.bootstrap.workspaceId}/vpcs/${otherVpcId}/databases`)).body.items;
+    expect(forks).toMatchObject([{ name: 'console-fork', source: { kind: 'fork', database_id: databaseId } }]);
+
+    // A restore into a new database: its own screen shows the progress until running.
+    await section(page, 'Backups');
+    await page.getByLabel('New database name').fill('console-restored');
+    await page.getByRole('button', { name: 'Restore' }).click();
+    await page.getByRole('heading', { name: 'console-restored' }).waitFor();
+    expect(await page.locator('.facts').textContent()).toContain(`restore of ${databaseId}`);
+    await expect.poll(() => page.locator('.facts .badge').textContent(), { timeout: 120_000, interval: 500 }).toBe('running');
+    await waitForStatus(owner, `/api/v1/workspaces/${p.bootstrap.workspaceId}/vpcs/${otherVpcId}/databases/${forks[0].id}`, 'running', 120_000);
 
     // Only the browser's own lines for the 400s asked for above.
     expect(tab.errors.filter((e) => !/status of 400/.test(e))).toEqual([]);
@@ -241,8 +263,8 @@ describe('the console’s database screens in chromium', () => {
     expect(await axe(page)).toEqual([]);
     await dialog.getByRole('button', { name: 'Delete database' }).click();
     await page.waitForURL(`${p.gatewayUrl}/databases`);
+    await page.locator('tr[data-database="console-restored"]').waitFor();
     await page.locator('tr[data-database="console-db"]').waitFor({ state: 'detached', timeout: 60_000 });
-    await page.getByText('No databases in this VPC yet.').waitFor();
     expect(tab.errors).toEqual([]);
     expect(await tab.violations()).toEqual([]);
     await tab.context.close();
