@@ -9,6 +9,7 @@ import { navigate } from '../router.ts';
 import { useSession } from '../session.ts';
 import { ErrorNote, FieldError, fieldOf, ListTable, StatusBadge, when, TextField } from '../ui.tsx';
 import type { DatabaseTabProps } from './databases.tsx';
+import { BackupSchedule } from './database-backup-schedule.tsx';
 
 type RestoreBody = NonNullable<
   paths['/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/databases/{databaseID}/backups/restore']['post']['requestBody']
@@ -89,6 +90,7 @@ export function Backups({ db, path }: DatabaseTabProps) {
         />
       </div>
       {canWrite && <Restore db={db} path={path} backups={completed.map((b) => b.name)} window={backups.data?.recovery_window ?? null} />}
+      {canWrite && <BackupSchedule path={path} />}
     </>
   );
 }
