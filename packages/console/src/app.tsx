@@ -12,6 +12,7 @@ import { CreateServicePage } from './pages/service-create.tsx';
 import { SecretsPage } from './pages/secrets.tsx';
 import { ApiKeysPage } from './pages/api-keys.tsx';
 import { DatabasePage, DatabasesPage } from './pages/databases.tsx';
+import { CreateDatabasePage } from './pages/database-create.tsx';
 import { MembersPage } from './pages/members.tsx';
 
 export function App() {
@@ -204,8 +205,9 @@ function Route({ path }: { path: string }) {
   const service = /^\/services\/([^/]+)$/.exec(path);
   if (service) return <ServicePage id={decodeURIComponent(service[1]!)} />;
   if (path.startsWith('/services')) return <ServicesPage />;
-  const database = /^\/databases\/([^/]+)$/.exec(path);
-  if (database) return <DatabasePage id={decodeURIComponent(database[1]!)} />;
+  if (path === '/databases/new') return <CreateDatabasePage />;
+  const database = /^\/databases\/([^/]+)(?:\/([^/]+))?$/.exec(path);
+  if (database) return <DatabasePage id={decodeURIComponent(database[1]!)} tab={database[2] ?? ''} />;
   if (path.startsWith('/databases')) return <DatabasesPage />;
   if (path.startsWith('/secrets')) return <SecretsPage />;
   if (path.startsWith('/api-keys')) return <ApiKeysPage />;

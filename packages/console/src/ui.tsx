@@ -35,7 +35,7 @@ export function ConfirmDialog(props: {
   onCancel: () => void;
 }) {
   const ref = useRef<HTMLDialogElement>(null);
-  // Several dialogs may sit on one page (a service's detail has a few).
+  // Several dialogs may share a screen (a service's detail has a few, a database's delete and its tab's own).
   const titleId = useId();
   useEffect(() => {
     const d = ref.current;
@@ -186,9 +186,7 @@ export function ListTable<T extends { id: string; name: string }>(props: {
       ) : query.error && !query.data ? null : items.length === 0 ? (
         <p>{props.empty}</p>
       ) : (
-        // Focusable and named: a table wider than a narrow screen scrolls inside this box,
-        // and the keyboard must reach it even when no row holds a link or a button.
-        <div class="table-wrap" tabIndex={0} role="region" aria-label={props.caption ?? props.what}>
+        <TableScroll label={props.caption ?? props.what}>
           <table>
             {props.caption && <caption class="sr-only">{props.caption}</caption>}
             <thead>
@@ -214,7 +212,7 @@ export function ListTable<T extends { id: string; name: string }>(props: {
               ))}
             </tbody>
           </table>
-        </div>
+        </TableScroll>
       )}
     </>
   );
@@ -261,5 +259,96 @@ export function Field(props: {
         </p>
       )}
     </div>
+  );
+}
+
+/**
+ * A table's own scroll box: at 390 px a wide table scrolls inside it, never the page; it
+ * is a named, focusable region so keyboard users can scroll it too (axe's
+ * scrollable-region-focusable, for tables with no control inside).
+ */
+export function TableScroll({ label, children }: { label: string; children: ComponentChildren }) {
+  return (
+    <div class="table-wrap" role="region" aria-label={label} tabIndex={0}>
+      {children}
+    </div>
+  );
+}
+
+/**
+ * The API's message beside the field it names: `id` is what the field's
+ * `aria-describedby` points at. Nothing when the error names another field.
+ */
+export function FieldError({ error, field, id }: { error: unknown; field: string; id: string }) {
+  if (fieldOf(error) !== field) return null;
+  return (
+    <span id={id} class="field-error" role="alert">
+      {messageOf(error)}
+    </span>
+  );
+}
+
+/** A long operation under way: an indeterminate bar and what is happening, announced. */
+export function Progress({ label, children }: { label: string; children?: ComponentChildren }) {
+  return (
+    <div class="progress" role="status">
+      <progress aria-label={label} />
+      <span>{children ?? label}</span>
+    </div>
+  );
+}
+
+/**
+ * A labelled text field whose API error (the body's `field` equal to `field`) shows under
+ * it and marks it invalid. `id` names the input; its error is `<id>-error`.
+ */
+export function TextField(props: {
+  id: string;
+  label: string;
+  field: string;
+  error: unknown;
+  value: string;
+  onInput: (value: string) => void;
+  required?: boolean;
+  maxLength?: number;
+  placeholder?: string;
+}) {
+  const bad = fieldOf(props.error) === props.field;
+  return (
+    <div class="field">
+      <label for={props.id}>{props.label}</label>
+      <input
+        id={props.id}
+        required={props.required}
+        maxLength={props.maxLength}
+        placeholder={props.placeholder}
+        value={props.value}
+        aria-invalid={bad}
+        aria-describedby={bad ? `${props.id}-error` : undefined}
+        onInput={(e) => props.onInput(e.currentTarget.value)}
+      />
+      <FieldError error={props.error} field={props.field} id={`${props.id}-error`} />
+    </div>
+  );
+}
+
+/** A plain table of rows in its scroll box: a caption for screen readers, column headers. */
+export function DataTable({ label, caption, columns, children }: { label: string; caption: string; columns: string[]; children: ComponentChildren }) {
+  return (
+    <TableScroll label={label}>
+      <table>
+        <caption class="sr-only">{caption}</caption>
+        <thead>
+          <tr>
+            {columns.map((c) => (
+              <th scope="col" key={c}>
+                {c}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </TableScroll>
   );
 }

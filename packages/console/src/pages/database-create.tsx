@@ -1,0 +1,269 @@
+// Provisioning a database: every field of the contract with its default shown, the mysql
+// rules stated before submit, and the API's 400 shown at the field it names. On 202 the
+// detail screen takes over and shows the progress until `running` (or `error`).
+import type { ComponentChildren } from 'preact';
+import { useState } from 'preact/hooks';
+import { unwrap, type paths } from '../api.ts';
+import { useMutation } from '../data.ts';
+import { navigate } from '../router.ts';
+import { useSession } from '../session.ts';
+import { ErrorNote, FieldError, fieldOf } from '../ui.tsx';
+
+type ProvisionBody = NonNullable<paths['/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/databases']['post']['requestBody']>['content']['application/json'];
+type Engine = NonNullable<ProvisionBody['engine']>;
+type InstanceType = NonNullable<ProvisionBody['instance_type']>;
+
+// The ladder of packages/kit/src/instance-types.ts (the console does not bundle kit).
+const INSTANCE_TYPES: [InstanceType, string][] = [
+  ['svc.nano', '0.25 CPU, 256 MiB'],
+  ['svc.micro', '0.5 CPU, 512 MiB'],
+  ['svc.small', '1 CPU, 1 GiB'],
+  ['svc.medium', '2 CPU, 2 GiB'],
+  ['svc.large', '2 CPU, 4 GiB'],
+  ['svc.xlarge', '4 CPU, 8 GiB'],
+];
+
+// The contract's defaults (platform-api.md, services/databases README "Provisioning rules").
+const DEFAULTS: Record<Engine, { instanceType: InstanceType; replicas: number }> = {
+  postgresql: { instanceType: 'svc.nano', replicas: 0 },
+  mysql: { instanceType: 'svc.small', replicas: 1 },
+};
+const STORAGE_DEFAULT = 10;
+const NAME_MAX = 19;
+
+/** What the API would refuse, said before submit (the same words as its 400s). */
+function localProblems(engine: Engine, instanceType: InstanceType, replicas: number): Partial<Record<string, string>> {
+  const problems: Partial<Record<string, string>> = {};
+  if (engine === 'mysql' && instanceType === 'svc.nano')
+    problems.instance_type = 'mysql databases need svc.small or larger; svc.nano is not available for mysql';
+  if (engine === 'mysql' && replicas % 2 === 0) problems.replicas = 'must be an odd number (1, 3, 5, ...) for mysql';
+  return problems;
+}
+
+export function CreateDatabasePage() {
+  const { client, workspaceId, vpcId, canWrite } = useSession();
+  const [name, setName] = useState('');
+  const [engine, setEngine] = useState<Engine>('postgresql');
+  const [version, setVersion] = useState('');
+  const [instanceType, setInstanceType] = useState<InstanceType>(DEFAULTS.postgresql.instanceType);
+  const [storage, setStorage] = useState(String(STORAGE_DEFAULT));
+  const [replicas, setReplicas] = useState(String(DEFAULTS.postgresql.replicas));
+  const [external, setExternal] = useState(false);
+  const create = useMutation((body: ProvisionBody) =>
+    unwrap(client.POST('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/databases', { params: { path: { workspaceID: workspaceId, vpcID: vpcId } }, body })),
+  );
+  const problems = localProblems(engine, instanceType, Number(replicas));
+  const err = create.error;
+  // A field's own message: the API's, else what the form already knows it would say.
+  const invalid = (field: string) => fieldOf(err) === field || problems[field] !== undefined;
+  const described = (field: string) => `${field}-hint ${field}-error`;
+  const note = (field: string) =>
+    problems[field] && fieldOf(err) !== field ? (
+      <span id={`${field}-error`} class="field-error">
+        {field}: {problems[field]}
+      </span>
+    ) : (
+      <FieldError error={err} field={field} id={`${field}-error`} />
+    );
+
+  if (!canWrite) {
+    return (
+      <section aria-labelledby="create-db-title">
+        <h1 id="create-db-title">Create a database</h1>
+        <p class="note note-forbidden">Only an Admin or Owner of the workspace can create databases.</p>
+      </section>
+    );
+  }
+
+  const changeEngine = (next: Engine) => {
+    // Defaults follow the engine unless the person chose otherwise.
+    if (instanceType === DEFAULTS[engine].instanceType) setInstanceType(DEFAULTS[next].instanceType);
+    if (Number(replicas) === DEFAULTS[engine].replicas) setReplicas(String(DEFAULTS[next].replicas));
+    setVersion('');
+    setEngine(next);
+  };
+
+  return (
+    <section aria-labelledby="create-db-title">
+      <p>
+        <a href="/databases">← Databases</a>
+      </p>
+      <h1 id="create-db-title">Create a database</h1>
+      <form
+        noValidate
+        onSubmit={async (e) => {
+          e.preventDefault();
+          if (Object.keys(problems).length > 0) return;
+          const body: ProvisionBody = {
+            name: name.trim(),
+            engine,
+            instance_type: instanceType,
+            storage_gb: Number(storage),
+            replicas: Number(replicas),
+            external_access_enabled: external,
+          };
+          if (version.trim()) body[engine === 'postgresql' ? 'postgres_version' : 'mysql_version'] = version.trim();
+          const made = await create.run(body);
+          if (made) navigate(`/databases/${encodeURIComponent(made.value.id)}`);
+        }}
+      >
+        <div class="form-grid">
+          <div class="field">
+            <label for="db-name">Name</label>
+            <input
+              id="db-name"
+              required
+              maxLength={NAME_MAX}
+              value={name}
+              autoComplete="off"
+              aria-invalid={invalid('name')}
+              aria-describedby={described('name')}
+              onInput={(e) => setName(e.currentTarget.value)}
+            />
+            <span id="name-hint" class="hint">
+              Up to {NAME_MAX} lowercase letters, digits and hyphens; unique in the VPC.
+            </span>
+            {note('name')}
+          </div>
+          <div class="field">
+            <label for="db-engine">Engine</label>
+            <select id="db-engine" value={engine} aria-describedby={described('engine')} onChange={(e) => changeEngine(e.currentTarget.value as Engine)}>
+              <option value="postgresql">PostgreSQL (default)</option>
+              <option value="mysql">MySQL</option>
+            </select>
+            <span id="engine-hint" class="hint">
+              MySQL has its own rules, listed below when chosen.
+            </span>
+            {note('engine')}
+          </div>
+          <VersionField engine={engine} value={version} onInput={setVersion} invalid={invalid} described={described} note={note} />
+          <div class="field">
+            <label for="db-instance_type">Instance type</label>
+            <select
+              id="db-instance_type"
+              value={instanceType}
+              aria-invalid={invalid('instance_type')}
+              aria-describedby={described('instance_type')}
+              onChange={(e) => setInstanceType(e.currentTarget.value as InstanceType)}
+            >
+              {INSTANCE_TYPES.map(([type, size]) => (
+                <option key={type} value={type}>
+                  {type} — {size}
+                  {type === DEFAULTS[engine].instanceType ? ' (default)' : ''}
+                  {engine === 'mysql' && type === 'svc.nano' ? ' (not for MySQL)' : ''}
+                </option>
+              ))}
+            </select>
+            <span id="instance_type-hint" class="hint">
+              Default {DEFAULTS[engine].instanceType} for {engine === 'mysql' ? 'MySQL' : 'PostgreSQL'}.
+            </span>
+            {note('instance_type')}
+          </div>
+          <div class="field">
+            <label for="db-storage_gb">Storage (GB)</label>
+            <input
+              id="db-storage_gb"
+              type="number"
+              min={1}
+              max={1024}
+              step={1}
+              value={storage}
+              aria-invalid={invalid('storage_gb')}
+              aria-describedby={described('storage_gb')}
+              onInput={(e) => setStorage(e.currentTarget.value)}
+            />
+            <span id="storage_gb-hint" class="hint">
+              1 to 1024, default {STORAGE_DEFAULT}; it can grow later, never shrink.
+            </span>
+            {note('storage_gb')}
+          </div>
+          <div class="field">
+            <label for="db-replicas">Replicas</label>
+            <input
+              id="db-replicas"
+              type="number"
+              min={engine === 'mysql' ? 1 : 0}
+              step={engine === 'mysql' ? 2 : 1}
+              value={replicas}
+              aria-invalid={invalid('replicas')}
+              aria-describedby={described('replicas')}
+              onInput={(e) => setReplicas(e.currentTarget.value)}
+            />
+            <span id="replicas-hint" class="hint">
+              {engine === 'mysql'
+                ? 'MySQL: instances in the set, the primary included; odd only (1, 3, 5). Default 1.'
+                : 'PostgreSQL: read replicas, 0 to the cluster’s maximum (5 on docker, 8 on kubernetes). Default 0.'}
+            </span>
+            {note('replicas')}
+          </div>
+        </div>
+        <label class="check">
+          <input type="checkbox" checked={external} aria-describedby="external_access_enabled-hint" onChange={(e) => setExternal(e.currentTarget.checked)} />
+          External access (off by default)
+        </label>
+        <span id="external_access_enabled-hint" class="hint">
+          {' '}
+          Reachable from outside the platform; an IP allowlist can then restrict who connects.
+        </span>
+        <FieldError error={err} field="external_access_enabled" id="external_access_enabled-error" />
+        {engine === 'mysql' && <MysqlRules />}
+        {fieldOf(err) === undefined && <ErrorNote error={err} />}
+        <div class="actions">
+          <button type="submit" class="primary" disabled={create.pending}>
+            {create.pending ? 'Creating…' : 'Create database'}
+          </button>
+        </div>
+      </form>
+    </section>
+  );
+}
+
+function VersionField(props: {
+  engine: Engine;
+  value: string;
+  onInput: (v: string) => void;
+  invalid: (field: string) => boolean;
+  described: (field: string) => string;
+  note: (field: string) => ComponentChildren;
+}) {
+  const field = props.engine === 'postgresql' ? 'postgres_version' : 'mysql_version';
+  return (
+    <div class="field">
+      <label for={`db-${field}`}>{props.engine === 'postgresql' ? 'PostgreSQL version' : 'MySQL version'}</label>
+      <input
+        id={`db-${field}`}
+        value={props.value}
+        maxLength={20}
+        placeholder="the cluster’s default"
+        aria-invalid={props.invalid(field)}
+        aria-describedby={props.described(field)}
+        onInput={(e) => props.onInput(e.currentTarget.value)}
+      />
+      <span id={`${field}-hint`} class="hint">
+        {props.engine === 'postgresql'
+          ? 'Empty: the cluster’s default (docker: 15; kubernetes: 13–17, default 16).'
+          : 'Empty: the cluster’s default (docker: MariaDB 10.11; kubernetes: 8.0 or 8.4, default 8.4).'}
+      </span>
+      {props.note(field)}
+    </div>
+  );
+}
+
+/** The contract's mysql rules, on screen before the person submits. */
+function MysqlRules() {
+  return (
+    <section class="panel rules" aria-labelledby="mysql-rules-title">
+      <h2 id="mysql-rules-title">MySQL rules</h2>
+      <ul>
+        <li>
+          No <code>svc.nano</code>: MySQL needs <code>svc.small</code> or larger (the default).
+        </li>
+        <li>
+          <strong>Replicas</strong> count the instances in the set, the primary included, and must be odd: 1, 3 or 5. An even count is refused.
+        </li>
+        <li>Restores are of a named backup: there is no point-in-time recovery for MySQL.</li>
+        <li>On the docker cluster the server is MariaDB 10.11, wire- and SQL-compatible with MySQL.</li>
+      </ul>
+    </section>
+  );
+}
