@@ -5,6 +5,7 @@ import { useMutation, useQuery } from '../data.ts';
 import { useSession } from '../session.ts';
 import { ErrorNote, Loading, StatusBadge, when } from '../ui.tsx';
 import { SERVICES_POLL_MS } from './services.tsx';
+import { ServiceMetrics } from './service-metrics.tsx';
 
 export function ServicePage({ id }: { id: string }) {
   const { client, workspaceId, vpcId, canWrite } = useSession();
@@ -49,6 +50,7 @@ export function ServicePage({ id }: { id: string }) {
           </dl>
           {canWrite && <Actions path={path} image={s.image} />}
           <Logs path={path} />
+          <ServiceMetrics serviceId={id} />
         </>
       )}
     </section>

@@ -30,6 +30,7 @@ export class MetricsCollector {
   /** The last request counted (ms), in memory; the stored one moves with each flush. */
   private cursor: number | null = null;
   private counting: Promise<void> = Promise.resolve();
+  private lastFailure = '';
   private hostsReadAt = 0;
 
   constructor(
@@ -90,7 +91,10 @@ export class MetricsCollector {
         this.coveredMinutes.add(minuteOf(this.ctx.now().getTime()));
         await traffic.follow(this.cursor, (batch) => this.count(batch), signal);
       } catch (err) {
-        if (!signal.aborted) this.log.warn({ err }, "metrics: cannot follow the edge's requests; trying again");
+        // Once per kind of failure, not every retry (the edge container is made at the edge's first sync).
+        const why = (err as Error).message;
+        if (!signal.aborted && why !== this.lastFailure) this.log.warn({ err }, "metrics: cannot follow the edge's requests; trying again");
+        this.lastFailure = why;
       } finally {
         if (this.streamOpen) this.coveredMinutes.add(minuteOf(this.ctx.now().getTime()));
         this.streamOpen = false;
