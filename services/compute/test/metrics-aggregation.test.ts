@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { createDb, migrate, type Knex } from '@pier/kit';
 import { createTestDatabase, infra } from '@pier/testing';
-import { bucketOf, quantile, record, type Histogram } from '../src/domain/metrics/latency-histogram.ts';
+import { bucketOf, countOf, quantile, record, type Histogram } from '../src/domain/metrics/latency-histogram.ts';
 import { MetricMinutes, statusClass } from '../src/domain/metrics/metric-minutes.ts';
 import { seriesOf, windowRange } from '../src/domain/metrics/metrics-series.ts';
 import { KnexMetricsStore } from '../src/store/metrics-store.ts';
@@ -67,6 +67,8 @@ describe('per-minute sums', () => {
     expect(rows[0]).toMatchObject({ requests: 2, responses: { '2xx': 1, '3xx': 0, '4xx': 1, '5xx': 0 }, cpuSamples: 1, memorySamples: 2, memorySum: 550 });
     expect(rows[0]!.cpuSum).toBeCloseTo(0.3);
     expect(rows[1]).toMatchObject({ requests: 2, responses: { '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 1 }, cpuSamples: 0 });
+    // The WebSocket's 101 is a request with no latency (its duration is the session's).
+    expect(countOf(rows[1]!.latency)).toBe(1);
     expect(statusClass(301)).toBe('3xx');
     expect(statusClass(101)).toBeNull();
   });

@@ -5,7 +5,7 @@ import { WINDOWS, type MetricsWindow } from '../domain/metrics/metrics-series.ts
 
 const responsesSchema = z
   .object({ '2xx': z.number(), '3xx': z.number(), '4xx': z.number(), '5xx': z.number() })
-  .describe('Responses by status class over the step (a WebSocket upgrade, 101, counts as a request of no class)');
+  .describe('Responses by status class over the step (a WebSocket upgrade, 101, counts as a request of no class and no latency)');
 
 export const metricsSchema = z.object({
   service_id: z.string(),

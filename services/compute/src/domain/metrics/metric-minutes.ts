@@ -45,12 +45,16 @@ export class MetricMinutes {
     return r;
   }
 
-  /** A request the edge answered for a service. A 1xx (a WebSocket's 101) counts as a request of no class. */
+  /**
+   * A request the edge answered for a service. A 1xx (a WebSocket's 101) counts as a request
+   * of no class and no latency: its duration is the whole session's.
+   */
   request(serviceId: string, req: Pick<EdgeRequest, 'status' | 'durationMs' | 'at'>): void {
     const r = this.row(serviceId, req.at);
     r.requests += 1;
     const cls = statusClass(req.status);
-    if (cls) r.responses[cls] += 1;
+    if (!cls) return;
+    r.responses[cls] += 1;
     record(r.latency, req.durationMs);
   }
 
