@@ -5,7 +5,7 @@
 // docker-logs.ts follows a replica's.
 import Docker from 'dockerode';
 import { isDockerNotFound } from '@pier/kit';
-import type { EdgeRequest, EdgeTrafficPort } from '../domain/metrics/metrics-port.ts';
+import type { EdgeFollower, EdgeRequest, EdgeTrafficPort } from '../domain/metrics/metrics-port.ts';
 import { dockerOptions } from './docker-engine.ts';
 import { DockerDemuxer } from './log-lines.ts';
 
@@ -47,7 +47,7 @@ export class DockerEdgeTraffic implements EdgeTrafficPort {
     this.docker = new Docker(dockerOptions(host, 0));
   }
 
-  async follow(after: number | null, onRequests: (batch: EdgeRequest[]) => void, signal: AbortSignal): Promise<void> {
+  async follow(after: number | null, on: EdgeFollower, signal: AbortSignal): Promise<void> {
     const from = Math.max(after ?? 0, Date.now() - CATCH_UP_MS);
     let body: NodeJS.ReadableStream & { destroy(): void };
     try {
@@ -72,8 +72,9 @@ export class DockerEdgeTraffic implements EdgeTrafficPort {
         const r = parseAccessLine(line);
         if (r && r.at > from) batch.push(r);
       }
-      if (batch.length) onRequests(batch);
+      if (batch.length) on.requests(batch);
     });
+    on.opened();
     await new Promise<void>((resolve, reject) => {
       if (signal.aborted) {
         body.destroy();

@@ -9,7 +9,7 @@
 import { Periodic, type Logger } from '@pier/kit';
 import type { ComputeContext } from '../context.ts';
 import { routingTable } from '../edge/edge-table.ts';
-import { MetricMinutes, minuteOf } from './metric-minutes.ts';
+import { MetricMinutes, MINUTE_MS, minuteOf } from './metric-minutes.ts';
 import type { EdgeRequest } from './metrics-port.ts';
 
 /** The routing table is read again this often, and at most this often on a host it does not know. */
@@ -25,7 +25,8 @@ export class MetricsCollector {
   private following?: Promise<void>;
   /** Minutes during which the edge's stream was open, not yet written. */
   private readonly coveredMinutes = new Set<number>();
-  private streamOpen = false;
+  /** Since when the edge's stream has been open and not yet recorded as coverage (ms); null while it is not open. */
+  private openSince: number | null = null;
   private hosts = new Map<string, string>();
   /** The last request counted (ms), in memory; the stored one moves with each flush. */
   private cursor: number | null = null;
@@ -67,7 +68,7 @@ export class MetricsCollector {
 
   /** Writes what was gathered; on failure it is kept for the next flush. */
   async flush(): Promise<void> {
-    if (this.streamOpen) this.coveredMinutes.add(minuteOf(this.ctx.now().getTime()));
+    this.coverOpenStream();
     const covered = [...this.coveredMinutes].map((m) => new Date(m));
     const rows = this.minutes.take();
     const cursor = this.cursor;
@@ -87,20 +88,26 @@ export class MetricsCollector {
       try {
         this.cursor ??= await this.ctx.metrics.store.edgeCursor();
         await this.serviceHosts(true);
-        this.streamOpen = true;
-        this.coveredMinutes.add(minuteOf(this.ctx.now().getTime()));
-        await traffic.follow(this.cursor, (batch) => this.count(batch), signal);
+        await traffic.follow(this.cursor, { opened: () => (this.openSince = this.ctx.now().getTime()), requests: (batch) => this.count(batch) }, signal);
       } catch (err) {
         // Once per kind of failure, not every retry (the edge container is made at the edge's first sync).
         const why = (err as Error).message;
         if (!signal.aborted && why !== this.lastFailure) this.log.warn({ err }, "metrics: cannot follow the edge's requests; trying again");
         this.lastFailure = why;
       } finally {
-        if (this.streamOpen) this.coveredMinutes.add(minuteOf(this.ctx.now().getTime()));
-        this.streamOpen = false;
+        this.coverOpenStream();
+        this.openSince = null;
       }
       if (!signal.aborted) await new Promise((r) => setTimeout(r, FOLLOW_RETRY_MS).unref());
     }
+  }
+
+  /** Every minute since the stream was last recorded open, up to now, is a minute whose requests were counted. */
+  private coverOpenStream(): void {
+    if (this.openSince === null) return;
+    const now = this.ctx.now().getTime();
+    for (let m = minuteOf(this.openSince); m <= now; m += MINUTE_MS) this.coveredMinutes.add(m);
+    this.openSince = now;
   }
 
   /** Batches are counted one after the other, in order: the cursor never passes a request not counted yet. */
@@ -109,9 +116,12 @@ export class MetricsCollector {
   }
 
   private async countBatch(batch: EdgeRequest[]): Promise<void> {
-    let hosts = this.hosts;
-    // A host the table does not know: read it again (a service just created), at most every HOSTS_MISS_MS.
-    if (batch.some((r) => !hosts.has(r.host))) hosts = await this.serviceHosts(false, true);
+    // The table is read again every HOSTS_REFRESH_MS, and on a host it does not know (a service
+    // just created) at most every HOSTS_MISS_MS.
+    const hosts = await this.serviceHosts(
+      false,
+      batch.some((r) => !this.hosts.has(r.host)),
+    );
     for (const r of batch) {
       const serviceId = hosts.get(r.host);
       if (serviceId) this.minutes.request(serviceId, r);

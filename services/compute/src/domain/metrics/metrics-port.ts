@@ -33,14 +33,20 @@ export interface EdgeRequest {
   at: number;
 }
 
+export interface EdgeFollower {
+  /** The stream is open: requests are being counted from now on (the minutes it covers). */
+  opened(): void;
+  requests(batch: EdgeRequest[]): void;
+}
+
 export interface EdgeTrafficPort {
   /**
-   * Calls `onRequests` with the requests the edge answered after `after` (ms since the epoch;
+   * Calls `on.requests` with the requests the edge answered after `after` (ms since the epoch;
    * null: as far back as the edge keeps, within a few minutes), in order, then with each
    * new one, until the signal aborts or the edge's stream ends (it resolves then; the caller
    * follows again from its cursor).
    */
-  follow(after: number | null, onRequests: (batch: EdgeRequest[]) => void, signal: AbortSignal): Promise<void>;
+  follow(after: number | null, on: EdgeFollower, signal: AbortSignal): Promise<void>;
 }
 
 /** 60: a minute's row; 3600: an hour's, made from its minutes by the rollup. */
