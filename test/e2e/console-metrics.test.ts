@@ -82,7 +82,7 @@ describe('service metrics in the console', () => {
     await expect.poll(() => section.locator('tbody tr').count()).toBe(96);
     expect(await caption('m-rps').textContent()).toMatch(/req\/s now/);
     await section.getByRole('button', { name: '7d' }).click();
-    await expect.poll(() => section.locator('p.muted').first().textContent()).toContain('steps of 60 min');
+    await expect.poll(() => section.locator('p.muted').first().textContent()).toContain('The last 7 days in steps of 1 h');
     await expect.poll(() => section.locator('tbody tr').count()).toBe(168);
 
     await page.setViewportSize({ width: 390, height: 800 });

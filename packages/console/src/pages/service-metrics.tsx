@@ -16,7 +16,7 @@ type Point = Metrics['points'][number];
 type Window = Metrics['window'];
 
 const WINDOWS: { value: Window; label: string; pollMs: number }[] = [
-  { value: '1h', label: '1 hour', pollMs: 15_000 },
+  { value: '1h', label: 'hour', pollMs: 15_000 },
   { value: '24h', label: '24 hours', pollMs: 60_000 },
   { value: '7d', label: '7 days', pollMs: 300_000 },
 ];
@@ -30,22 +30,29 @@ interface Series {
 
 const W = 300;
 const H = 80;
+const PAD = 4;
 
-/** An SVG path through the points, broken where a value is missing (never drawn as zero). */
+/**
+ * An SVG path through the points, broken where a value is missing (never drawn as zero); a
+ * value alone between gaps is a dot (a zero-length segment, which the round cap draws).
+ */
 function pathOf(values: (number | null)[], max: number): string {
-  const step = values.length > 1 ? W / (values.length - 1) : W;
+  // Inset by PAD so a line's round cap (and a lone dot) at an edge is not cut off.
+  const step = values.length > 1 ? (W - 2 * PAD) / (values.length - 1) : 0;
   let d = '';
-  let drawing = false;
+  let run = 0;
+  const endRun = () => {
+    if (run === 1) d += 'h0.01 ';
+    run = 0;
+  };
   values.forEach((v, i) => {
-    if (v === null) {
-      drawing = false;
-      return;
-    }
-    const x = (i * step).toFixed(1);
-    const y = (H - (max > 0 ? (v / max) * (H - 4) : 0) - 2).toFixed(1);
-    d += `${drawing ? 'L' : 'M'}${x} ${y} `;
-    drawing = true;
+    if (v === null) return endRun();
+    const x = (PAD + i * step).toFixed(1);
+    const y = (H - PAD - (max > 0 ? (v / max) * (H - 2 * PAD) : 0)).toFixed(1);
+    d += `${run ? 'L' : 'M'}${x} ${y} `;
+    run++;
   });
+  endRun();
   return d.trim();
 }
 
@@ -219,8 +226,8 @@ export function ServiceMetrics({ serviceId }: { serviceId: string }) {
       {m ? (
         <>
           <p class="muted">
-            The last {chosen.label} in steps of {m.resolution_seconds / 60} min; CPU and memory of all replicas together (each may use {m.limits.cpu_cores}{' '}
-            cores and {bytes(m.limits.memory_bytes)}).
+            The last {chosen.label} in steps of {m.resolution_seconds >= 3600 ? `${m.resolution_seconds / 3600} h` : `${m.resolution_seconds / 60} min`}; CPU
+            and memory of all replicas together (each may use {m.limits.cpu_cores} cores and {bytes(m.limits.memory_bytes)}).
           </p>
           <Charts m={m} />
         </>
