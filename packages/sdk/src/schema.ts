@@ -10438,6 +10438,164 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A service's CPU and memory (from the cluster) and its requests per second, responses by status class and latency p50/p95 (from the edge) over a window */
+        get: {
+            parameters: {
+                query?: {
+                    window?: "1h" | "24h" | "7d";
+                };
+                header?: never;
+                path: {
+                    workspaceID: string;
+                    vpcID: string;
+                    serviceID: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description One point per step of the window, oldest first */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            service_id: string;
+                            /** @enum {string} */
+                            window: "1h" | "24h" | "7d";
+                            /** @description Length of one step: 60 for 1h, 900 for 24h, 3600 for 7d */
+                            resolution_seconds: number;
+                            /** @description Start of the first step (inclusive) */
+                            from: string;
+                            /** @description End of the last step (exclusive); the last step is the one in progress */
+                            to: string;
+                            /** @description Per replica, the instance type's CPU and memory limits: what one replica's use is measured against */
+                            limits: {
+                                cpu_cores: number;
+                                memory_bytes: number;
+                            };
+                            /** @description Why every request figure is null (kubernetes: requests do not pass through Pier); null when they are counted */
+                            requests_unavailable: string | null;
+                            points: {
+                                /** @description Start of the step */
+                                at: string;
+                                /** @description CPU in use, cores, all replicas together, averaged over the reads in the step; null: no read */
+                                cpu_cores: number | null;
+                                /** @description Memory in use (working set), bytes, all replicas together, averaged over the step; null: no read */
+                                memory_bytes: number | null;
+                                /** @description Requests the edge answered per second over the step; null when none were being counted */
+                                requests_per_second: number | null;
+                                responses: {
+                                    "2xx": number;
+                                    "3xx": number;
+                                    "4xx": number;
+                                    "5xx": number;
+                                } | null;
+                                /** @description Median time the edge took to answer, ms (within 10%); null without requests or counting */
+                                latency_p50_ms: number | null;
+                                /** @description 95th percentile, ms (within 10%) */
+                                latency_p95_ms: number | null;
+                            }[];
+                            /** @description Over the whole window; nulls when no request was being counted */
+                            totals: {
+                                requests: number | null;
+                                responses: {
+                                    "2xx": number;
+                                    "3xx": number;
+                                    "4xx": number;
+                                    "5xx": number;
+                                } | null;
+                                latency_p50_ms: number | null;
+                                latency_p95_ms: number | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Invalid query; `field` names the parameter */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Service not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A service this request needs is unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/restart": {
         parameters: {
             query?: never;

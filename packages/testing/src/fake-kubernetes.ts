@@ -7,10 +7,12 @@ import type { Duplex } from 'node:stream';
 import { KINDS, type KindInfo } from './kubernetes-kinds.ts';
 import { FakeExec } from './fake-kubernetes-exec.ts';
 import { FakePodLogs } from './fake-kubernetes-logs.ts';
+import { FakePodMetrics } from './fake-kubernetes-metrics.ts';
 
 export { CRDS_DIR, KINDS, validateManifest, type KindInfo } from './kubernetes-kinds.ts';
 export { FakeExec, V4, V5, type FakeExecSession } from './fake-kubernetes-exec.ts';
 export { FakePodLogs } from './fake-kubernetes-logs.ts';
+export { FakePodMetrics, type PodUsage } from './fake-kubernetes-metrics.ts';
 
 // An in-process stand-in for the Kubernetes API, as much of it as Pier's adapters use (the
 // standards allow Kubernetes, alone, to be faked): discovery, create / replace / server-side
@@ -20,7 +22,8 @@ export { FakePodLogs } from './fake-kubernetes-logs.ts';
 // the test with finishJob). Every object received is validated as
 // kubernetes-kinds.ts describes; a refused one is answered as the real server would (400/422)
 // and recorded in `invalid`, so a test can assert that none was sent. The pod exec
-// subresource is in fake-kubernetes-exec.ts, the pod log subresource in fake-kubernetes-logs.ts.
+// subresource is in fake-kubernetes-exec.ts, the pod log subresource in fake-kubernetes-logs.ts,
+// metrics-server's PodMetrics in fake-kubernetes-metrics.ts.
 
 type Obj = Record<string, any>;
 
@@ -75,6 +78,8 @@ export class FakeKubernetes {
   readonly exec = new FakeExec();
   /** The pod log subresource: `podLogs.write(namespace, pod, ...lines)` makes a pod print. */
   readonly podLogs = new FakePodLogs();
+  /** metrics.k8s.io PodMetrics: `podMetrics.set(namespace, pod, {cpu, memory})` gives a pod a usage. */
+  readonly podMetrics = new FakePodMetrics();
   url = '';
   private server?: http.Server;
   private readonly tempDirs: string[] = [];
@@ -307,6 +312,10 @@ export class FakeKubernetes {
     if (apiVersion === 'v1' && plural === 'pods' && namespace && name && extra.length === 1 && extra[0] === 'log' && req.method === 'GET') {
       if (!this.get('v1', 'Pod', namespace, name)) return status(404, 'NotFound', `pods "${name}" not found`);
       return this.podLogs.serve(namespace, name, url.searchParams, res);
+    }
+    if (apiVersion === 'metrics.k8s.io/v1beta1' && plural === 'pods' && !name && req.method === 'GET') {
+      const selector = parseSelector(url.searchParams.get('labelSelector') ?? '');
+      return send(200, this.podMetrics.list(this.list('Pod', namespace).filter((o) => selector.every((matches) => matches(o.metadata.labels ?? {})))));
     }
     const info = KINDS.find((k) => k.apiVersion === apiVersion && k.plural === plural);
     if (!info || extra.length) return status(404, 'NotFound', `the fake does not serve ${req.method} ${url.pathname}`);

@@ -10,6 +10,7 @@ import { execRoutes } from './http/exec-routes.ts';
 import { hostnameRoutes } from './http/hostname-routes.ts';
 import { uptimeRoutes } from './http/uptime-routes.ts';
 import { diskBackupRoutes } from './http/disk-backup-routes.ts';
+import { metricsRoutes } from './http/metrics-routes.ts';
 import type { ShellLimits } from './domain/exec/exec.ts';
 
 /** Every route compute serves, built from its dependencies (tests and the skeleton serve them). */
@@ -23,6 +24,7 @@ export function computeRoutes(ctx: ComputeContext): Route[] {
     ...hostnameRoutes(ctx),
     ...uptimeRoutes(ctx),
     ...diskBackupRoutes(ctx),
+    ...metricsRoutes(ctx),
     vpcUsageRoute((vpcId) => countServices(ctx, vpcId)),
   ];
 }

@@ -52,6 +52,20 @@ export const computeEnv = serviceEnv
     PIER_COMPUTE_LOG_FLUSH_MS: z.coerce.number().int().min(10, 'PIER_COMPUTE_LOG_FLUSH_MS must be at least 10 ms').default(1000),
     /** How often the cluster is listed for replicas to collect logs from (docker also learns of new ones at once, from its events). */
     PIER_COMPUTE_LOG_SCAN_MS: z.coerce.number().int().min(100, 'PIER_COMPUTE_LOG_SCAN_MS must be at least 100 ms').default(5000),
+    /** Service metrics: how often every replica's CPU and memory are read from the cluster. */
+    PIER_COMPUTE_METRICS_SAMPLE_MS: z.coerce
+      .number()
+      .int()
+      .min(500, 'PIER_COMPUTE_METRICS_SAMPLE_MS must be 500 to 60000 ms')
+      .max(60_000, 'PIER_COMPUTE_METRICS_SAMPLE_MS must be 500 to 60000 ms')
+      .default(15_000),
+    /** Service metrics: how often what was gathered is written (at most a minute: the rollup waits that long for an hour's rows). */
+    PIER_COMPUTE_METRICS_FLUSH_MS: z.coerce
+      .number()
+      .int()
+      .min(200, 'PIER_COMPUTE_METRICS_FLUSH_MS must be 200 to 60000 ms')
+      .max(60_000, 'PIER_COMPUTE_METRICS_FLUSH_MS must be 200 to 60000 ms')
+      .default(15_000),
     /** Longest silence on a followed log stream before a keep-alive comment (at most 15 s). */
     PIER_COMPUTE_SSE_KEEPALIVE_MS: z.coerce.number().int().min(10).max(15_000, 'PIER_COMPUTE_SSE_KEEPALIVE_MS must be 10 to 15000 ms').default(15_000),
     /** A shell (exec) with no input and no output for this long is ended. */

@@ -37,6 +37,9 @@ import { createDiskBackups } from './disk-backup-wiring.ts';
 import { DiskBackupWorker } from './domain/disk-backups/disk-backup-worker.ts';
 import { NatsLogFanout } from './clients/nats-log-fanout.ts';
 import { createPokes } from './pokes-wiring.ts';
+import { createMetrics } from './metrics-wiring.ts';
+import { MetricsCollector } from './domain/metrics/metrics-collector.ts';
+import { MetricsRollup } from './domain/metrics/metrics-rollup.ts';
 
 export interface StartOptions {
   /** Where log lines go; standard output when absent. */
@@ -105,6 +108,7 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
         edge,
         uptime: createUptime(config, db, publicUrlTarget(edge)),
         disks: createDiskBackups(config, db, logger, locks),
+        metrics: createMetrics(config, db),
         elastic: null,
         log: logger,
         locks,
@@ -122,6 +126,7 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
       if (ctx.builds.builder) ctx.builds.builder = timedPort(ctx.builds.builder, 'builds', clusterCalls);
       if (ctx.edge.port) ctx.edge.port = timedPort(ctx.edge.port, 'edge', clusterCalls);
       ctx.disks.port = timedPort(ctx.disks.port, 'disks', clusterCalls);
+      ctx.metrics.usage = timedPort(ctx.metrics.usage, 'metrics', clusterCalls);
       const builds = new BuildWorker(ctx, logger, config.PIER_BUILD_INTERVAL_MS);
       const edgeWorker = new EdgeWorker(ctx, logger, config.PIER_EDGE_SYNC_INTERVAL_MS);
       // The queue and the edge run in one instance: a poke received by another reaches it.
@@ -158,6 +163,9 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
           // The passes only: each instance's activator holds and counts its own requests, and wakes.
           ...(elastic ? [leaderOnly(leases, 'elastic', elastic.controller, logger)] : []),
           leaderOnly(leases, 'log-retention', new LogRetention(ctx, logger), logger),
+          // One collector, so no replica is read and no request counted twice; rows only add.
+          leaderOnly(leases, 'metrics', new MetricsCollector(ctx, logger), logger),
+          leaderOnly(leases, 'metrics-rollup', new MetricsRollup(ctx, logger), logger),
           // In every instance: it claims its checks with SKIP LOCKED, each check once.
           new UptimeChecker(ctx, logger, config.PIER_UPTIME_TICK_MS),
           leaderOnly(

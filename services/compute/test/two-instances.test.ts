@@ -5,6 +5,7 @@
 // other process's feed subscribes per followed service); a build queued through the process
 // that does not run the queue starts at once (a poke over PostgreSQL's NOTIFY), and a cancel
 // sent there stops it; an upload received there is built by the other (through the store);
+// a service's requests through the edge are counted once (one collector, under its lease);
 // and once the leader is killed, the other takes every loop over.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -26,7 +27,7 @@ import { archive, buildEnv, site, sleeper, SLEEPING } from './build-support.ts';
 import { until, type TestDatabase } from './support.ts';
 
 /** The loops that run once per installation (server.ts's leaderOnly names). */
-const LOOPS = ['reconciler', 'claim-expiry', 'log-retention', 'disk-backups', 'builds', 'edge', 'elastic', 'log-collector'];
+const LOOPS = ['reconciler', 'claim-expiry', 'log-retention', 'disk-backups', 'builds', 'edge', 'elastic', 'log-collector', 'metrics', 'metrics-rollup'];
 const PRINTER = 'i=0; while :; do echo "line $i"; i=$((i+1)); sleep 0.2; done';
 
 const edge = testEdge('apps.two.test');
@@ -105,6 +106,8 @@ beforeAll(async () => {
       PIER_COMPUTE_LOG_FLUSH_MS: '100',
       PIER_COMPUTE_LOG_SCAN_MS: '500',
       PIER_COMPUTE_SSE_KEEPALIVE_MS: '200',
+      PIER_COMPUTE_METRICS_SAMPLE_MS: '500',
+      PIER_COMPUTE_METRICS_FLUSH_MS: '500',
     },
   );
   const first = compute.current;
@@ -223,6 +226,31 @@ describe('two instances of compute', () => {
     // The source went through the store, and is gone from it once built.
     expect(await sql('select build_id from compute.build_sources')).toEqual([]);
   }, 180_000);
+
+  it("counts a service's requests through the edge once, whichever process is asked", async () => {
+    const [a, b] = procs as [ServiceProcess, ServiceProcess];
+    const web = await via(a, 'POST', base, { name: 'counted', image: 'pier/tiny-http:1' });
+    expect(web.status, JSON.stringify(web.body)).toBe(201);
+    const host = new URL(web.body.url).hostname;
+    await until(
+      () => edge.get(host).catch(() => ({ status: 0 })),
+      (r) => r.status === 200,
+      60_000,
+    );
+    const total = async (p: ServiceProcess) => ((await via(p, 'GET', `${base}/${web.body.id}/metrics`)).body.totals.requests as number | null) ?? 0;
+    // What the readiness wait sent, once written (flushes every 500 ms).
+    await new Promise((r) => setTimeout(r, 2000));
+    const before = await total(a);
+    for (let i = 0; i < 10; i++) await edge.get(host, '/');
+    await until(
+      () => total(b),
+      (n) => n >= before + 10,
+      20_000,
+    );
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(await total(a)).toBe(before + 10);
+    expect(await total(b)).toBe(before + 10);
+  }, 90_000);
 
   it('the leader killed, the other takes every loop over and collects the lines', async () => {
     const before = await leaders();

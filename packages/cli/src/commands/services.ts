@@ -16,6 +16,7 @@ import { register as registerBuilds } from './builds.ts';
 import { register as registerUptime } from './uptime.ts';
 import { register as registerDomains } from './domains.ts';
 import { register as registerDiskBackups } from './disk-backups.ts';
+import { register as registerMetrics } from './metrics.ts';
 
 type ServiceRecord = Awaited<ReturnType<typeof readService>>['record'];
 
@@ -300,4 +301,5 @@ export function register(program: Command): void {
   registerUptime(services);
   registerDomains(services);
   registerDiskBackups(services);
+  registerMetrics(services);
 }

@@ -18,6 +18,7 @@ import { BackupsSection } from './service-backups.tsx';
 import { ShellSection } from './service-shell.tsx';
 import { LogsSection } from './service-logs.tsx';
 import { LogHistorySection } from './service-log-history.tsx';
+import { ServiceMetrics } from './service-metrics.tsx';
 
 interface Section {
   component: FunctionComponent<SectionProps>;
@@ -27,6 +28,7 @@ interface Section {
 
 const SECTIONS: Section[] = [
   { component: ActionsSection, writes: true },
+  { component: ({ service }) => <ServiceMetrics serviceId={service.id} /> },
   { component: DeploymentsSection },
   { component: BuildsSection },
   { component: EnvSection },

@@ -127,6 +127,36 @@ const errors = {
   ],
 };
 
+/** The access logger's name: Caddy's server logs go to `http.log.access.<this>`. */
+const ACCESS_LOGGER = 'pier';
+
+/**
+ * Each request the edge answers, one JSON line on the container's stdout (its other logs
+ * stay on stderr), for service metrics (cluster/docker-edge-traffic.ts): the host, the
+ * status and the duration are all that is kept. The URI, headers, client address and TLS
+ * details are deleted before the line is written — a query string or a header may hold a
+ * token, and Docker keeps the container's output on disk.
+ */
+const logging = {
+  logs: {
+    default: { exclude: [`http.log.access.${ACCESS_LOGGER}`] },
+    [ACCESS_LOGGER]: {
+      writer: { output: 'stdout' },
+      encoder: {
+        format: 'filter',
+        wrap: { format: 'json' },
+        fields: Object.fromEntries(
+          ['request>uri', 'request>headers', 'request>remote_ip', 'request>remote_port', 'request>client_ip', 'request>tls', 'resp_headers', 'user_id'].map(
+            (f) => [f, { filter: 'delete' }],
+          ),
+        ),
+      },
+      include: [`http.log.access.${ACCESS_LOGGER}`],
+    },
+  },
+};
+const accessLog = { default_logger_name: ACCESS_LOGGER };
+
 export function caddyConfig(input: CaddyConfigInput): Record<string, unknown> {
   const routes = serviceRoutes(input);
   const customTls = input.routes.flatMap((r) => r.tlsHosts);
@@ -135,13 +165,14 @@ export function caddyConfig(input: CaddyConfigInput): Record<string, unknown> {
   const wildcard = `*.${input.appsDomain}`;
   return {
     admin: { listen: 'unix//run/pier-edge/admin.sock' },
+    logging,
     apps: {
       http: {
         servers: {
           // Plain HTTP serves the same routes (no redirect): ACME's HTTP-01 and clients that
           // terminate TLS in front of the platform both need it.
-          http: { listen: [':80'], automatic_https: { disable: true }, routes, errors },
-          https: { listen: [':443'], automatic_https: { disable: true }, tls_connection_policies: [{}], routes, errors },
+          http: { listen: [':80'], automatic_https: { disable: true }, routes, errors, logs: accessLog },
+          https: { listen: [':443'], automatic_https: { disable: true }, tls_connection_policies: [{}], routes, errors, logs: accessLog },
           unknown: unknownHost,
         },
       },

@@ -8,6 +8,7 @@ import type { EdgeDeps } from './edge/edge-deps.ts';
 import type { UptimeDeps } from './uptime/uptime-deps.ts';
 import type { DiskBackupDeps } from './disk-backups/disk-backup-deps.ts';
 import type { ElasticPort } from './elastic/elastic-port.ts';
+import type { MetricsDeps } from './metrics/metrics-deps.ts';
 import type { ComputeStore } from './store-port.ts';
 import type { Deployment, Scope, Service } from './records.ts';
 import type { EnvEntry } from './env/env-input.ts';
@@ -31,6 +32,8 @@ export interface ComputeContext {
   uptime: UptimeDeps;
   /** Disk backups: their records, the cluster's side, and the backups and restores running here. */
   disks: DiskBackupDeps;
+  /** Service metrics: their store, the cluster's CPU and memory, the edge's requests. */
+  metrics: MetricsDeps;
   /** Sleep, wake and autoscaling (docker with its edge); null where the cluster's own controllers do it. */
   elastic: ElasticPort | null;
   log: Logger;

@@ -398,4 +398,47 @@ export const migrations: Migration[] = [
     },
     down: (db) => db.schema.dropTable('build_sources'),
   },
+  {
+    // Service metrics (domain/metrics): rows per service and minute (bucket_seconds 60) or
+    // hour (3600), which add (a flush, or another instance, writes another row of the same
+    // bucket); minutes rolled into an hour are marked so. metric_coverage: the minutes in
+    // which the edge's requests were being counted, so a minute nobody counted reads null;
+    // metric_cursors: where counting the edge's requests goes on after a restart or handover.
+    name: '0015_service_metrics',
+    async up(db) {
+      await db.schema.createTable('metric_rows', (t) => {
+        t.bigIncrements('id');
+        t.uuid('service_id').notNullable();
+        t.integer('bucket_seconds').notNullable();
+        t.timestamp('bucket_start', { useTz: true }).notNullable();
+        t.boolean('rolled').notNullable().defaultTo(false);
+        t.integer('requests').notNullable().defaultTo(0);
+        t.integer('status_2xx').notNullable().defaultTo(0);
+        t.integer('status_3xx').notNullable().defaultTo(0);
+        t.integer('status_4xx').notNullable().defaultTo(0);
+        t.integer('status_5xx').notNullable().defaultTo(0);
+        t.jsonb('latency').notNullable().defaultTo('{}');
+        t.double('cpu_sum').notNullable().defaultTo(0);
+        t.integer('cpu_samples').notNullable().defaultTo(0);
+        t.double('memory_sum').notNullable().defaultTo(0);
+        t.integer('memory_samples').notNullable().defaultTo(0);
+        t.index(['service_id', 'bucket_seconds', 'bucket_start'], 'metric_rows_service');
+      });
+      await db.raw('create index metric_rows_unrolled on metric_rows (bucket_start) where bucket_seconds = 60 and not rolled');
+      await db.raw('alter table metric_rows add constraint metric_rows_bucket check (bucket_seconds in (60, 3600))');
+      await db.schema.createTable('metric_coverage', (t) => {
+        t.timestamp('minute', { useTz: true }).primary();
+      });
+      // The last request counted (ms since the epoch), moved in the transaction that writes its rows.
+      await db.schema.createTable('metric_cursors', (t) => {
+        t.text('name').primary();
+        t.bigInteger('at_ms').notNullable();
+      });
+    },
+    async down(db) {
+      await db.schema.dropTable('metric_cursors');
+      await db.schema.dropTable('metric_coverage');
+      await db.schema.dropTable('metric_rows');
+    },
+  },
 ];
