@@ -14,7 +14,7 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Page } from 'playwright-core';
+import { chromium, type Locator } from 'playwright-core';
 import { startInfra } from '../../../bench/infra.ts';
 import { startPlatformAt } from '../../../test/support/platform-core.ts';
 import { buildConsole } from './build.ts';
@@ -100,6 +100,7 @@ async function main(): Promise<void> {
 
     await page.goto(`${gw}/services/${ids[0]}`);
     await page.getByText('GET /orders/3 ').first().waitFor({ timeout: 30_000 });
+    await scrollTo(page.getByRole('heading', { name: 'Logs', exact: true }));
     await shot('logs.png');
 
     await page.getByRole('button', { name: 'Open shell' }).click();
@@ -107,14 +108,14 @@ async function main(): Promise<void> {
     await page.locator('.xterm-helper-textarea').waitFor({ state: 'attached' });
     await page.keyboard.type('echo hi\n');
     await page.waitForFunction(() => [...document.querySelectorAll('.xterm-rows > div')].some((r) => r.textContent?.trim() === 'hi'));
-    await scrollTo(page, '.xterm');
+    await scrollTo(page.locator('.xterm'));
     await shot('shell.png');
 
-    await page.goto(`${gw}/databases/${db.id}`);
+    await page.goto(`${gw}/databases/${db.id}/sql`);
     await page.getByLabel('SQL statement').fill('select * from customers order by id');
     await page.getByRole('button', { name: 'Run' }).click();
     await page.getByRole('region', { name: 'Query results' }).getByText('Umbrella').waitFor();
-    await scrollTo(page, '[aria-label="SQL statement"]');
+    await scrollTo(page.getByLabel('SQL statement'));
     await shot('sql.png');
     console.log(`screenshots written to ${OUT}`);
   } finally {
@@ -133,11 +134,8 @@ async function main(): Promise<void> {
 }
 
 /** Puts the element at the top of the window, so the shot shows it rather than the page's head. */
-async function scrollTo(page: Page, selector: string): Promise<void> {
-  await page
-    .locator(selector)
-    .first()
-    .evaluate((el) => el.scrollIntoView({ block: 'start' }));
+async function scrollTo(what: Locator): Promise<void> {
+  await what.first().evaluate((el) => el.scrollIntoView({ block: 'start' }));
 }
 
 main().then(
