@@ -50,6 +50,8 @@ describe('pier services uptime', () => {
     expect(show.stdout).toMatch(/^check\s+GET \/healthz every 1 s \(timeout 0\.5 s, up on 200-299\)$/m);
     expect(show.stdout).toMatch(/^last result\s+200 in \d+ ms$/m);
     expect(show.stdout).toMatch(/^uptime 24h\s+100%$/m);
+    // Checks began moments ago: in this hour (and the last one, when the test spans the hour).
+    expect(show.stdout).toMatch(/^by hour\s+·{22}[·█]█ {2}\(oldest first/m);
     expect(show.stdout).toContain('No incidents.');
   });
 

@@ -310,6 +310,11 @@ describe('the console: service screens in chromium', () => {
     await expect.poll(() => uptime.locator('.facts .badge').first().textContent(), { timeout: 30_000 }).toBe('up');
     await uptime.getByRole('meter', { name: 'Uptime over 24 hours' }).waitFor();
     expect(await uptime.textContent()).toContain('every 1 s');
+    // A bar per hour, the current one up and saying so; the 23 before had no checks.
+    const bars = uptime.getByRole('list', { name: 'Uptime by hour, the last 24 hours' }).getByRole('listitem');
+    await expect.poll(() => bars.count()).toBe(24);
+    expect(await bars.last().textContent()).toMatch(/: 100% of \d+ checks$/);
+    expect(await bars.first().textContent()).toMatch(/: no checks$/);
 
     // A git build, not deployed: its log arrives live and it ends succeeded.
     const builds = page.getByRole('region', { name: 'Builds' });

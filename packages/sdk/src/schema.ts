@@ -11055,6 +11055,12 @@ export interface paths {
                             uptime_24h: number | null;
                             /** @description The same over the current hour and the 167 before it */
                             uptime_7d: number | null;
+                            /** @description The current hour and the 23 before it, oldest first (`hour`: its start, UTC): its checks and their uptime percentage, null without checks; empty while disabled */
+                            hourly_24h: {
+                                hour: string;
+                                checks: number;
+                                uptime: number | null;
+                            }[];
                             /** @description Newest first, at most 20; `started_at` is the first failed check, `ended_at` the first success after (null while down) */
                             incidents: {
                                 started_at: string;
@@ -11193,6 +11199,12 @@ export interface paths {
                             uptime_24h: number | null;
                             /** @description The same over the current hour and the 167 before it */
                             uptime_7d: number | null;
+                            /** @description The current hour and the 23 before it, oldest first (`hour`: its start, UTC): its checks and their uptime percentage, null without checks; empty while disabled */
+                            hourly_24h: {
+                                hour: string;
+                                checks: number;
+                                uptime: number | null;
+                            }[];
                             /** @description Newest first, at most 20; `started_at` is the first failed check, `ended_at` the first success after (null while down) */
                             incidents: {
                                 started_at: string;
@@ -11235,6 +11247,12 @@ export interface paths {
                             uptime_24h: number | null;
                             /** @description The same over the current hour and the 167 before it */
                             uptime_7d: number | null;
+                            /** @description The current hour and the 23 before it, oldest first (`hour`: its start, UTC): its checks and their uptime percentage, null without checks; empty while disabled */
+                            hourly_24h: {
+                                hour: string;
+                                checks: number;
+                                uptime: number | null;
+                            }[];
                             /** @description Newest first, at most 20; `started_at` is the first failed check, `ended_at` the first success after (null while down) */
                             incidents: {
                                 started_at: string;

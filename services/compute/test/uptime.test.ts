@@ -81,6 +81,7 @@ const DISABLED = {
   next_check_at: null,
   uptime_24h: null,
   uptime_7d: null,
+  hourly_24h: [],
   incidents: [],
 };
 
@@ -175,6 +176,15 @@ describe('uptime monitoring on docker', () => {
     expect(up).toMatchObject({ last_status_code: 200, last_error: null, uptime_24h: 100, uptime_7d: 100, incidents: [] });
     expect(up.last_latency_ms).toBeGreaterThanOrEqual(0);
     expect(up.last_latency_ms).toBeLessThan(TIMEOUT * 1000);
+    // A bar per hour: the monitor is seconds old, so only the current hour has checks (and
+    // the one before, when the test spans the hour).
+    const hours = up.hourly_24h as { hour: string; checks: number; uptime: number | null }[];
+    expect(hours).toHaveLength(24);
+    const thisHour = new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000).toISOString();
+    expect(hours.at(-1)).toMatchObject({ hour: thisHour, uptime: 100 });
+    expect(hours.at(-1)!.checks).toBeGreaterThan(0);
+    expect(hours.slice(0, -2).every((h) => h.checks === 0 && h.uptime === null)).toBe(true);
+    expect(Date.parse(hours[0]!.hour)).toBe(Date.parse(thisHour) - 23 * 3_600_000);
   });
 
   it(`goes down after ${DOWN_AFTER_FAILURES} failed checks once its replica is killed, and up again after a restart, with both events`, async () => {

@@ -33,6 +33,9 @@ function seconds(value: string): number {
 
 const percent = (v: number | null) => (v === null ? null : `${v}%`);
 
+/** The 24 hours oldest first, one character each: █ all up, ▄ some checks failed, ▁ none passed, · no checks. */
+const hourBars = (hours: Monitor['hourly_24h']) => hours.map((h) => (h.uptime === null ? '·' : h.uptime === 100 ? '█' : h.uptime === 0 ? '▁' : '▄')).join('');
+
 function show(ctx: Context, m: Monitor): void {
   if (!m.enabled) {
     ctx.out.line('Uptime monitoring is off.');
@@ -45,6 +48,7 @@ function show(ctx: Context, m: Monitor): void {
     ['last result', m.last_error ?? (m.last_status_code === null ? null : `${m.last_status_code} in ${m.last_latency_ms} ms`)],
     ['next check', m.next_check_at],
     ['uptime 24h', percent(m.uptime_24h)],
+    ['by hour', `${hourBars(m.hourly_24h)}  (oldest first; █ up, ▄ some checks failed, ▁ down, · no checks)`],
     ['uptime 7d', percent(m.uptime_7d)],
   ]);
   ctx.out.line();

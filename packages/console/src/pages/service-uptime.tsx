@@ -1,7 +1,7 @@
 // Uptime monitoring of a web service's public URL: enable (or change) and disable it, its
-// state and last check, uptime over 24 hours and 7 days (as meters) and the incidents.
-// Hourly bars are not drawn: the API gives no per-hour figures, and bars guessed from the
-// incidents alone would show hours before the monitor existed as up.
+// state and last check, a bar for each of the last 24 hours (the API's `hourly_24h`: an
+// hour without checks is shown as such, never as up), uptime over 24 hours and 7 days (as
+// meters) and the incidents.
 import { useState } from 'preact/hooks';
 import { unwrap, type paths } from '../api.ts';
 import { useMutation, useQuery } from '../data.ts';
@@ -47,6 +47,10 @@ export function UptimeSection({ service, path }: SectionProps) {
               {when(u.last_checked_at)}
               {u.last_status_code !== null ? `: ${u.last_status_code}` : ''}
               {u.last_latency_ms !== null ? ` in ${u.last_latency_ms} ms` : ''}
+            </dd>
+            <dt>By hour</dt>
+            <dd>
+              <HourBars hours={u.hourly_24h} />
             </dd>
             <dt>Last 24 hours</dt>
             <dd>
@@ -113,5 +117,25 @@ export function UptimeSection({ service, path }: SectionProps) {
         error={['path', 'interval_seconds', 'timeout_seconds'].includes(fieldOf(enable.error) ?? '') ? disable.error : (enable.error ?? disable.error)}
       />
     </div>
+  );
+}
+
+type Hour = { hour: string; checks: number; uptime: number | null };
+
+/** One bar per hour, oldest first: green all up, amber some checks failed, red none passed, grey no checks. Each says its figures in words. */
+function HourBars({ hours }: { hours: Hour[] }) {
+  const clock = (iso: string) => new Date(iso).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  const kind = (h: Hour) => (h.uptime === null ? 'none' : h.uptime === 100 ? 'up' : h.uptime === 0 ? 'down' : 'partial');
+  return (
+    <ol class="hour-bars" aria-label="Uptime by hour, the last 24 hours">
+      {hours.map((h) => {
+        const words = `${clock(h.hour)}: ${h.uptime === null ? 'no checks' : `${h.uptime}% of ${h.checks} checks`}`;
+        return (
+          <li key={h.hour} class={`hour-bar hour-${kind(h)}`} title={words}>
+            <span class="sr-only">{words}</span>
+          </li>
+        );
+      })}
+    </ol>
   );
 }

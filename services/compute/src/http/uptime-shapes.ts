@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import type { UptimeView } from '../domain/uptime/uptime.ts';
 import { UPTIME_STATUSES } from '../domain/uptime/uptime-store-port.ts';
+import { percentage } from '../domain/uptime/uptime-state.ts';
 
 const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
 
@@ -24,6 +25,11 @@ export const uptimeSchema = z.object({
     .nullable()
     .describe('Percentage (0-100, three decimals) of successful checks over the current hour and the 23 before it; null without checks'),
   uptime_7d: z.number().nullable().describe('The same over the current hour and the 167 before it'),
+  hourly_24h: z
+    .array(z.object({ hour: z.string(), checks: z.number(), uptime: z.number().nullable() }))
+    .describe(
+      'The current hour and the 23 before it, oldest first (`hour`: its start, UTC): its checks and their uptime percentage, null without checks; empty while disabled',
+    ),
   incidents: z
     .array(z.object({ started_at: z.string(), ended_at: z.string().nullable(), reason: z.string() }))
     .describe('Newest first, at most 20; `started_at` is the first failed check, `ended_at` the first success after (null while down)'),
@@ -45,6 +51,7 @@ export function uptimeJson(v: UptimeView): z.infer<typeof uptimeSchema> {
     next_check_at: iso(m?.next_check_at ?? null),
     uptime_24h: v.uptime24h,
     uptime_7d: v.uptime7d,
+    hourly_24h: v.hours.map((h) => ({ hour: h.hour.toISOString(), checks: h.checks, uptime: percentage(h) })),
     incidents: v.incidents.map((i) => ({ started_at: iso(i.started_at)!, ended_at: iso(i.ended_at), reason: i.reason })),
   };
 }

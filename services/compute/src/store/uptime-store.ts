@@ -1,6 +1,15 @@
 import { writeEvent, type Knex, type PierEvent } from '@pier/kit';
 import type { Service } from '../domain/records.ts';
-import type { CheckCounts, DueCheck, MonitorSettings, MonitorState, UptimeIncident, UptimeMonitor, UptimeStore } from '../domain/uptime/uptime-store-port.ts';
+import type {
+  CheckCounts,
+  DueCheck,
+  HourCounts,
+  MonitorSettings,
+  MonitorState,
+  UptimeIncident,
+  UptimeMonitor,
+  UptimeStore,
+} from '../domain/uptime/uptime-store-port.ts';
 
 type Db = Knex | Knex.Transaction;
 
@@ -71,6 +80,15 @@ export class KnexUptimeStore implements UptimeStore {
       .where('hour', '>=', since)
       .select(this.db.raw('coalesce(sum(checks), 0)::int as checks, coalesce(sum(ok), 0)::int as ok'));
     return { checks: Number(r?.checks ?? 0), ok: Number(r?.ok ?? 0) };
+  }
+
+  async hourlyCounts(serviceId: string, since: Date): Promise<HourCounts[]> {
+    const rows = (await this.db('uptime_counts')
+      .where({ service_id: serviceId })
+      .where('hour', '>=', since)
+      .orderBy('hour')
+      .select('hour', 'checks', 'ok')) as { hour: Date; checks: number; ok: number }[];
+    return rows.map((r) => ({ hour: new Date(r.hour), checks: Number(r.checks), ok: Number(r.ok) }));
   }
 
   async openIncident(serviceId: string, startedAt: Date, reason: string, keep: number): Promise<UptimeIncident> {

@@ -1,5 +1,5 @@
 import { Periodic, UrlRefusedError, type Background, type Logger, type PierEvent, type UrlGuard } from '@pier/kit';
-import type { Attempt, Delivery, Webhook, WebhookSecrets } from './webhook-records.ts';
+import type { Attempt, Delivery, Webhook } from './webhook-records.ts';
 import { signatureHeader } from './webhook-rules.ts';
 import type { WebhookStore } from './webhook-store-port.ts';
 
@@ -13,18 +13,8 @@ import type { WebhookStore } from './webhook-store-port.ts';
 
 /** Bytes of an answer kept with its attempt. */
 const EXCERPT_BYTES = 1024;
-/**
- * Deliveries read per query, and attempted at once. A slot takes the next delivery as soon
- * as its attempt ends, so one slow endpoint holds one slot, not the batch; the endpoint
- * and its secrets are read once per batch, not per delivery. More slots do not help: the
- * consumer that stores events shares this process and its connection pool (10), and it
- * fell behind with 32 (bench/events.ts).
- */
-const BATCH = 100;
+/** Deliveries attempted at once. */
 const CONCURRENCY = 10;
-
-/** An endpoint as one batch's attempts see it. */
-type Endpoint = { hook: Webhook; secrets: WebhookSecrets } | undefined;
 
 export interface DeliverySettings {
   retrySeconds: number[];
@@ -75,14 +65,9 @@ export class DeliveryWorker implements Background {
         do {
           this.again = false;
           for (;;) {
-            const due = await this.store.due(BATCH);
+            const due = await this.store.due(CONCURRENCY);
             if (due.length === 0 || this.stopped) break;
-            const endpoints = new Map<string, Promise<Endpoint>>();
-            const next = due.values();
-            const slot = async () => {
-              for (let d = next.next(); !d.done && !this.stopped; d = next.next()) await this.attempt(d.value, endpoints);
-            };
-            await Promise.all(Array.from({ length: Math.min(CONCURRENCY, due.length) }, slot));
+            await Promise.all(due.map((d) => this.attempt(d)));
           }
         } while (this.again && !this.stopped);
       } finally {
@@ -92,12 +77,11 @@ export class DeliveryWorker implements Background {
     return this.passing;
   }
 
-  private async attempt(d: Delivery, endpoints: Map<string, Promise<Endpoint>>): Promise<void> {
+  private async attempt(d: Delivery): Promise<void> {
     const at = this.now();
     const started = performance.now();
-    let endpoint = endpoints.get(d.webhookId);
-    if (!endpoint) endpoints.set(d.webhookId, (endpoint = this.endpointOf(d)));
-    const { hook, secrets } = (await endpoint) ?? {};
+    const secrets = await this.store.secrets(d.webhookId);
+    const hook = secrets && (await this.webhookOf(d));
     let attempt: Attempt;
     if (!hook || !secrets || !hook.enabled) {
       attempt = { at, statusCode: null, latencyMs: 0, response: null, error: hook && !hook.enabled ? 'the endpoint is disabled' : 'the endpoint was deleted' };
@@ -140,16 +124,13 @@ export class DeliveryWorker implements Background {
     if (delay !== undefined) return this.store.recordAttempt(d.id, attempt, { state: 'pending', at: new Date(at.getTime() + delay * 1000) });
     await this.store.recordAttempt(d.id, attempt, { state: 'failed' });
     const reason = `a delivery failed every attempt of the retry schedule (last: ${attempt.error})`;
-    // The rest of this batch sees it disabled too.
-    endpoints.set(hook.id, Promise.resolve({ hook: { ...hook, enabled: false }, secrets }));
     if (await this.store.disable(hook.id, reason, disabledEvent(reason, d.id)))
       this.log.warn({ webhookId: hook.id, deliveryId: d.id }, 'webhook endpoint disabled');
   }
 
-  private async endpointOf(d: Delivery): Promise<Endpoint> {
+  private async webhookOf(d: Delivery): Promise<Webhook | undefined> {
     const workspaceId = typeof d.event.workspace_id === 'string' ? d.event.workspace_id : '';
-    const [hook, secrets] = await Promise.all([this.store.get(workspaceId, d.webhookId), this.store.secrets(d.webhookId)]);
-    return hook && secrets ? { hook, secrets } : undefined;
+    return this.store.get(workspaceId, d.webhookId);
   }
 }
 

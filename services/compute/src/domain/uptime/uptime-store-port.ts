@@ -60,6 +60,11 @@ export interface CheckCounts {
   ok: number;
 }
 
+/** The checks of one hour (`hour`: its start, UTC). */
+export interface HourCounts extends CheckCounts {
+  hour: Date;
+}
+
 export interface UptimeStore {
   transaction<T>(fn: (tx: UptimeStore) => Promise<T>): Promise<T>;
   writeEvent(event: PierEvent): Promise<void>;
@@ -77,6 +82,8 @@ export interface UptimeStore {
   countCheck(serviceId: string, at: Date, ok: boolean): Promise<void>;
   /** Counts of the hours starting at or after `since`. */
   checkCounts(serviceId: string, since: Date): Promise<CheckCounts>;
+  /** The hours since `since` that have checks, oldest first. */
+  hourlyCounts(serviceId: string, since: Date): Promise<HourCounts[]>;
 
   /** Opens an incident and drops the oldest beyond `keep`. */
   openIncident(serviceId: string, startedAt: Date, reason: string, keep: number): Promise<UptimeIncident>;

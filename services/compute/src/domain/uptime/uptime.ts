@@ -3,7 +3,7 @@
 import { ConflictError } from '@pier/kit';
 import { findMutable, findService, type ComputeContext } from '../context.ts';
 import type { Scope, Service } from '../records.ts';
-import type { UptimeIncident, UptimeMonitor } from './uptime-store-port.ts';
+import type { HourCounts, UptimeIncident, UptimeMonitor } from './uptime-store-port.ts';
 import { events } from '../events.ts';
 import { monitorSettings, type EnableUptimeInput } from './uptime-input.ts';
 import { INCIDENTS_KEPT, percentage } from './uptime-state.ts';
@@ -16,11 +16,13 @@ export interface UptimeView {
   /** Percentages of successful checks over the current hour and the 23 (or 167) before it; null without checks. */
   uptime24h: number | null;
   uptime7d: number | null;
+  /** The current hour and the 23 before it, oldest first; an hour without checks counts 0 of 0. */
+  hours: HourCounts[];
   /** Newest first. */
   incidents: UptimeIncident[];
 }
 
-const OFF: UptimeView = { monitor: null, uptime24h: null, uptime7d: null, incidents: [] };
+const OFF: UptimeView = { monitor: null, uptime24h: null, uptime7d: null, hours: [], incidents: [] };
 
 async function viewOf(ctx: ComputeContext, serviceId: string): Promise<UptimeView> {
   const { store } = ctx.uptime;
@@ -28,12 +30,16 @@ async function viewOf(ctx: ComputeContext, serviceId: string): Promise<UptimeVie
   if (!monitor) return OFF;
   // Counts are kept per hour: the windows move by the hour.
   const hour = Math.floor(ctx.now().getTime() / HOUR_MS) * HOUR_MS;
-  const [day, week, incidents] = await Promise.all([
-    store.checkCounts(serviceId, new Date(hour - 23 * HOUR_MS)),
+  const dayStart = hour - 23 * HOUR_MS;
+  const [hourly, week, incidents] = await Promise.all([
+    store.hourlyCounts(serviceId, new Date(dayStart)),
     store.checkCounts(serviceId, new Date(hour - 167 * HOUR_MS)),
     store.incidents(serviceId, INCIDENTS_KEPT),
   ]);
-  return { monitor, uptime24h: percentage(day), uptime7d: percentage(week), incidents };
+  const counted = new Map(hourly.map((h) => [h.hour.getTime(), h]));
+  const hours = Array.from({ length: 24 }, (_, i) => counted.get(dayStart + i * HOUR_MS) ?? { hour: new Date(dayStart + i * HOUR_MS), checks: 0, ok: 0 });
+  const day = hours.reduce((sum, h) => ({ checks: sum.checks + h.checks, ok: sum.ok + h.ok }), { checks: 0, ok: 0 });
+  return { monitor, uptime24h: percentage(day), uptime7d: percentage(week), hours, incidents };
 }
 
 /** Only what answers HTTP can be checked; the 409 says why not. */
