@@ -93,13 +93,6 @@ afterAll(async () => {
 /** The terminal's rows as text (xterm's DOM renderer: one element per row). */
 const terminalRows = (page: Page) => page.locator('.xterm-rows > div').allTextContents();
 
-/**
- * The browser's errors, less chromium's ERR_NETWORK_CHANGED: docker adds network interfaces
- * on this host while containers start (rollouts, builds), and chromium then aborts requests
- * in flight; the console reads again on its next poll.
- */
-const errorsOf = (tab: { errors: string[] }) => tab.errors.filter((e) => !/ERR_NETWORK_CHANGED/.test(e));
-
 async function checkScreen(page: Page): Promise<void> {
   expect(await axe(page)).toEqual([]);
   const { width, height } = page.viewportSize()!;
@@ -288,7 +281,7 @@ describe('the console: service screens in chromium', () => {
     expect(frames.filter((f) => f.includes(SECRET_VALUE))).toEqual([]);
 
     // Nothing but the browser's own lines for the 400 of the refused name and the domain check.
-    expect(errorsOf(tab).filter((e) => !/status of (400|409|422)/.test(e))).toEqual([]);
+    expect(tab.errors.filter((e) => !/status of (400|409|422)/.test(e))).toEqual([]);
     expect(await tab.violations()).toEqual([]);
     await tab.context.close();
   }, 300_000);
@@ -353,7 +346,7 @@ describe('the console: service screens in chromium', () => {
     await uptime.getByRole('button', { name: 'Disable monitoring' }).click();
     await uptime.getByText('Uptime monitoring is off.').waitFor();
     expect(await axe(page)).toEqual([]);
-    expect(errorsOf(tab)).toEqual([]);
+    expect(tab.errors).toEqual([]);
     expect(await tab.violations()).toEqual([]);
     await tab.context.close();
   }, 300_000);
@@ -406,7 +399,7 @@ describe('the console: service screens in chromium', () => {
     await backups.getByRole('button', { name: 'Remove schedule' }).click();
     await backups.getByText('No schedule: backups are taken only by hand.').waitFor();
     expect(await axe(page)).toEqual([]);
-    expect(errorsOf(tab).filter((e) => !/status of 400/.test(e))).toEqual([]);
+    expect(tab.errors.filter((e) => !/status of 400/.test(e))).toEqual([]);
     expect(await tab.violations()).toEqual([]);
     await tab.context.close();
   }, 300_000);
@@ -437,7 +430,7 @@ describe('the console: service screens in chromium', () => {
     await page.goto(`${p.gatewayUrl}/services/new`);
     await page.getByText('Creating a service needs the Owner or Admin role.').waitFor();
     expect(await page.getByRole('button', { name: 'Create service' }).count()).toBe(0);
-    expect(errorsOf(tab)).toEqual([]);
+    expect(tab.errors).toEqual([]);
     expect(await tab.violations()).toEqual([]);
     await tab.context.close();
   });

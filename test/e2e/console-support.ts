@@ -37,7 +37,10 @@ export async function openTab(browser: Browser, baseUrl: string, viewport = { wi
   });
   const page = await context.newPage();
   const errors: string[] = [];
-  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+  // Less chromium's ERR_NETWORK_CHANGED: docker adds network interfaces on this host while
+  // containers start (rollouts, builds, a new VPC), and chromium then aborts requests in
+  // flight; the console reads again on its next poll.
+  page.on('console', (m) => m.type() === 'error' && !/ERR_NETWORK_CHANGED/.test(m.text()) && errors.push(m.text()));
   page.on('pageerror', (e) => errors.push(e.message));
   return { page, context, errors, violations: () => page.evaluate(() => (window as unknown as { __csp: string[] }).__csp) };
 }

@@ -422,7 +422,7 @@ describe('a PostgreSQL database', () => {
       expect(kinds).toContain('database.status_changed:running');
       expect(kinds).toContain('database.allowlist_rule_added:null');
       expect(kinds).toContain('database.updated:running');
-      expect(kinds.slice(-2)).toEqual(['database.status_changed:deleting', 'database.status_changed:deleted']);
+      expect(kinds.slice(-3)).toEqual(['database.status_changed:deleting', 'database.status_changed:deleted', 'database.deleted:null']);
       expect(rows.every((r) => r.published)).toBe(true);
     } finally {
       await client.end();
