@@ -27,6 +27,9 @@ export { FakePodMetrics, type PodUsage } from './fake-kubernetes-metrics.ts';
 
 type Obj = Record<string, any>;
 
+/** How often a watch compares the objects it covers (FakeKubernetesOptions.watch). */
+const WATCH_POLL_MS = 20;
+
 // ---------- label selectors ----------
 
 type Requirement = (labels: Record<string, string>) => boolean;
@@ -57,6 +60,12 @@ function parseSelector(selector: string): Requirement[] {
 // ---------- the server ----------
 
 export interface FakeKubernetesOptions {
+  /**
+   * Serve `?watch=true` on lists: changes (in-place ones a test makes included) are found by
+   * comparing the matching objects every WATCH_POLL_MS. Without it a watch is refused with 405,
+   * and the adapters read live, as they do against a server without watches.
+   */
+  watch?: boolean;
   /** When set, server-side applies from any other field manager are refused (422). */
   fieldManager?: string;
 }
@@ -321,6 +330,10 @@ export class FakeKubernetes {
     if (!info || extra.length) return status(404, 'NotFound', `the fake does not serve ${req.method} ${url.pathname}`);
     const here = (n: string) => key(apiVersion, info.kind, namespace, n);
 
+    if (req.method === 'GET' && !name && url.searchParams.get('watch') === 'true') {
+      if (!this.options.watch) return status(405, 'MethodNotAllowed', 'this fake serves watches only when made with { watch: true }');
+      return this.serveWatch(info.kind, namespace, parseSelector(url.searchParams.get('labelSelector') ?? ''), res);
+    }
     if (req.method === 'GET' && !name) {
       const selector = parseSelector(url.searchParams.get('labelSelector') ?? '');
       const items = this.list(info.kind, namespace).filter((o) => selector.every((matches) => matches(o.metadata.labels ?? {})));
@@ -382,6 +395,42 @@ export class FakeKubernetes {
     if (this.options.fieldManager && manager !== this.options.fieldManager)
       return refuse(422, 'Invalid', `applied by field manager ${manager}, not ${this.options.fieldManager}`);
     return send(existing ? 200 : 201, this.store(info, body, namespace, existing));
+  }
+
+  /**
+   * A watch: every matching object as ADDED first (the list the client made may be a moment
+   * old), then ADDED / MODIFIED / DELETED as the objects change, until the client goes.
+   */
+  private serveWatch(kind: string, namespace: string | undefined, selector: Requirement[], res: http.ServerResponse): void {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    // Answered at once, as the API server does, whether or not an event follows.
+    res.flushHeaders();
+    const matching = () =>
+      new Map(
+        this.list(kind, namespace)
+          .filter((o) => selector.every((matches) => matches(o.metadata.labels ?? {})))
+          .map((o) => [o.metadata.uid ?? o.metadata.name, o]),
+      );
+    const known = new Map<string, string>();
+    const send = (type: string, object: Obj) => res.write(`${JSON.stringify({ type, object })}\n`);
+    const poll = () => {
+      const now = matching();
+      for (const [id, o] of now) {
+        const json = JSON.stringify(o);
+        const before = known.get(id);
+        if (before === json) continue;
+        known.set(id, json);
+        send(before === undefined ? 'ADDED' : 'MODIFIED', o);
+      }
+      for (const [id, json] of known) {
+        if (now.has(id)) continue;
+        known.delete(id);
+        send('DELETED', JSON.parse(json));
+      }
+    };
+    poll();
+    const timer = setInterval(poll, WATCH_POLL_MS);
+    res.on('close', () => clearInterval(timer));
   }
 
   /** What the API server keeps: the object with its server-set metadata, its status kept across writes. */

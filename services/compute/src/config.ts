@@ -33,6 +33,11 @@ export const computeEnv = serviceEnv
     PIER_SECRETS_GRPC_URL: z.string().min(1).optional(),
     /** Compute's own Ed25519 private JWK: signs the identity compute presents to the secrets service. */
     PIER_COMPUTE_SERVICE_PRIVATE_KEY: z.string().min(1).optional(),
+    /**
+     * kubernetes: keep a watch-fed copy of compute's pods, so reads of a VPC's state make no
+     * API call and the reconciler looks only where pods changed. `off`: list pods on every read.
+     */
+    PIER_COMPUTE_KUBE_WATCH: z.enum(['on', 'off']).default('on'),
     /** How often rollouts in progress are settled and teardowns finished without a read asking. */
     PIER_COMPUTE_RECONCILE_INTERVAL_MS: z.coerce.number().int().min(100).default(2000),
     /**

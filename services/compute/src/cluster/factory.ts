@@ -33,10 +33,13 @@ export function createCluster(
   ownedServices?: OwnedServices,
 ): ClusterPort {
   if (config.PIER_CLUSTER === 'kubernetes')
-    return KubernetesCluster.fromKubeconfig(config.PIER_KUBECONFIG, logger, observe, {
-      scaleDownDelaySeconds: config.PIER_COMPUTE_AUTOSCALE_DOWN_DELAY_SECONDS,
-      cpuTargetPercent: config.PIER_COMPUTE_WORKER_CPU_TARGET_PERCENT,
-    });
+    return KubernetesCluster.fromKubeconfig(
+      config.PIER_KUBECONFIG,
+      logger,
+      observe,
+      { scaleDownDelaySeconds: config.PIER_COMPUTE_AUTOSCALE_DOWN_DELAY_SECONDS, cpuTargetPercent: config.PIER_COMPUTE_WORKER_CPU_TARGET_PERCENT },
+      config.PIER_COMPUTE_KUBE_WATCH === 'on',
+    );
   return new DockerCluster({
     observe,
     host: config.PIER_DOCKER_HOST,

@@ -31,6 +31,8 @@ import {
   type Manifest,
 } from './kubernetes-manifests.ts';
 import type { Observation } from '../domain/services/status.ts';
+import type { WatchCache } from '@pier/kit/kubernetes-watch-cache';
+import { podCache } from './kubernetes-pod-cache.ts';
 
 /** Field manager of compute's server-side applies. */
 export const FIELD_MANAGER = 'pier-compute';
@@ -157,6 +159,9 @@ export async function kubernetesCall<T>(what: string, fn: () => Promise<T>): Pro
   }
 }
 
+/** vpcNamespace(id) is this and the id: how a changed namespace names its VPC. */
+const VPC_NAMESPACE_PREFIX = vpcNamespace('');
+
 /** How long a VPC's namespace and policies, once applied, count as in place for `apply`. */
 const VPC_ENSURED_MS = 30_000;
 
@@ -168,6 +173,8 @@ export class KubernetesCluster implements ClusterPort {
   calls = 0;
   /** When each VPC's namespace and policies were last applied by this instance. */
   private readonly vpcsEnsured = new Map<string, number>();
+  /** The watch-fed copy of compute's pods (kubernetes-pod-cache.ts), when watching. */
+  readonly pods?: WatchCache<V1Pod>;
 
   constructor(
     kc: KubeConfig,
@@ -176,21 +183,57 @@ export class KubernetesCluster implements ClusterPort {
     /** Told of each API call made through `call` (compute's /metrics). */
     private readonly observe?: ClusterCallObserver,
     private readonly autoscaling: AutoscalingOptions = DEFAULT_AUTOSCALING,
+    /** Keep a watch-fed copy of the pods (start() starts it): reads of a VPC's state from memory. */
+    watchPods = false,
   ) {
     const configuration = kubernetesApiConfiguration(kc, timeoutMs);
     this.objects = new KubernetesObjectApi(configuration);
     this.version = new VersionApi(configuration);
+    if (watchPods) this.pods = podCache(kc, log);
   }
 
   /** From a kubeconfig file, or else the in-cluster service account / $KUBECONFIG. */
-  static fromKubeconfig(path: string | undefined, log: Logger, observe?: ClusterCallObserver, autoscaling?: AutoscalingOptions): KubernetesCluster {
-    return new KubernetesCluster(kubeConfigFrom(path), log, undefined, observe, autoscaling);
+  static fromKubeconfig(
+    path: string | undefined,
+    log: Logger,
+    observe?: ClusterCallObserver,
+    autoscaling?: AutoscalingOptions,
+    watchPods = false,
+  ): KubernetesCluster {
+    return new KubernetesCluster(kubeConfigFrom(path), log, undefined, observe, autoscaling, watchPods);
   }
 
-  /** Nothing runs in the background: CronJobs and the Deployment controller live in the cluster. */
-  start(): void {}
+  /** The pod watch, when kept; CronJobs and the Deployment controller live in the cluster. */
+  start(): void {
+    this.pods?.start();
+  }
 
-  async stop(): Promise<void> {}
+  async stop(): Promise<void> {
+    await this.pods?.stop();
+  }
+
+  /** Which VPCs' pods changed since a cursor: known only while the pod watch is connected. */
+  readonly changes = {
+    cursor: (): number => this.pods?.cursor() ?? 0,
+    vpcsChangedSince: (cursor: number): Set<string> | undefined => {
+      const namespaces = this.pods?.changedSince(cursor);
+      if (!namespaces) return undefined;
+      return new Set([...namespaces].filter((n) => n.startsWith(VPC_NAMESPACE_PREFIX)).map((n) => n.slice(VPC_NAMESPACE_PREFIX.length)));
+    },
+  };
+
+  /** The VPC's pods: from the watched copy when it is connected (no API call), else listed. */
+  private async vpcPods(scope: VpcScope, tally?: { calls: number }): Promise<V1Pod[]> {
+    const cached = this.pods?.items(vpcNamespace(scope.vpcId));
+    if (cached) return cached;
+    // The client's API discovery for `v1` happens once per process and is not counted.
+    const list = await this.call(
+      'list pods',
+      () => this.objects.list<V1Pod>('v1', 'Pod', vpcNamespace(scope.vpcId), undefined, undefined, undefined, undefined, POD_SELECTOR),
+      tally,
+    );
+    return list.items;
+  }
 
   private async call<T>(what: string, fn: () => Promise<T>, tally?: { calls: number }): Promise<T> {
     this.calls++;
@@ -297,16 +340,12 @@ export class KubernetesCluster implements ClusterPort {
   }
 
   async observeMany(scope: VpcScope, targets: ObserveTarget[]): Promise<ObserveResult> {
-    // Pods alone tell the state of every service in the VPC, cron runs included: one request
-    // (the client's API discovery for `v1` happens once per process and is not counted).
+    // Pods alone tell the state of every service in the VPC, cron runs included: one request,
+    // or none while the pod watch is connected.
     const tally = { calls: 0 };
-    const list = await this.call(
-      'list pods',
-      () => this.objects.list<V1Pod>('v1', 'Pod', vpcNamespace(scope.vpcId), undefined, undefined, undefined, undefined, POD_SELECTOR),
-      tally,
-    );
+    const pods = await this.vpcPods(scope, tally);
     const byService = new Map<string, ReplicaUnit[]>();
-    for (const pod of list.items) {
+    for (const pod of pods) {
       const id = pod.metadata?.labels?.[K8S_LABEL.service];
       if (id) (byService.get(id) ?? byService.set(id, []).get(id)!).push(podUnit(pod));
     }
@@ -318,12 +357,10 @@ export class KubernetesCluster implements ClusterPort {
   }
 
   async workloads(scope: VpcScope): Promise<Workload[]> {
-    const list = await this.call('list pods', () =>
-      this.objects.list<V1Pod>('v1', 'Pod', vpcNamespace(scope.vpcId), undefined, undefined, undefined, undefined, POD_SELECTOR),
-    );
+    const pods = await this.vpcPods(scope);
     return groupWorkloads(
       scope,
-      list.items.map((p) => p.metadata?.labels ?? {}),
+      pods.map((p) => p.metadata?.labels ?? {}),
       { service: K8S_LABEL.service, name: K8S_LABEL.name, deployment: K8S_LABEL.deployment },
     );
   }

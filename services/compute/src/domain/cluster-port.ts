@@ -69,6 +69,12 @@ export interface ClusterPort {
   observeMany(scope: VpcScope, targets: ObserveTarget[]): Promise<ObserveResult>;
   /** Every service the cluster runs something of in one VPC, in one API call (the reconciler's sweep). */
   workloads(scope: VpcScope): Promise<Workload[]>;
+  /**
+   * Which VPCs' workloads changed since a cursor (kubernetes, while its pod watch is
+   * connected), so loops look only there; absent, or undefined from `vpcsChangedSince`,
+   * when the adapter cannot tell: then anything may have changed.
+   */
+  readonly changes?: { cursor(): number; vpcsChangedSince(cursor: number): Set<string> | undefined };
   /** Removes everything of the service, its volume included. Removing what is not there succeeds. */
   delete(ref: WorkloadRef): Promise<void>;
   /** Background work the adapter owns (the docker adapter's cron scheduler); may do nothing. */

@@ -42,7 +42,8 @@ export interface ComputeStore {
   updateService(id: string, patch: Partial<Omit<Service, 'id' | 'created_at'>>): Promise<Service>;
   /** Moves the status only if it still is `from`; false when another writer got there first. */
   compareAndSetStatus(id: string, from: ServiceStatus, to: ServiceStatus, message: string | null): Promise<boolean>;
-  servicesInStatus(statuses: ServiceStatus[]): Promise<Service[]>;
+  /** Live provisioned services in one of these statuses (of these VPCs only, when given). */
+  servicesInStatus(statuses: ServiceStatus[], vpcIds?: string[]): Promise<Service[]>;
   unprovisionedServices(createdBefore: Date): Promise<Service[]>;
   /** Services the elastic controller manages (desired_replicas set), not deleted, restoring or being deleted. */
   elasticServices(): Promise<Service[]>;

@@ -101,8 +101,10 @@ export class KnexComputeStore implements ComputeStore {
     return n > 0;
   }
 
-  async servicesInStatus(statuses: ServiceStatus[]): Promise<Service[]> {
-    const rows = await this.db('services').where({ provisioned: true }).whereIn('status', statuses).whereNull('deleted_at');
+  async servicesInStatus(statuses: ServiceStatus[], vpcIds?: string[]): Promise<Service[]> {
+    const query = this.db('services').where({ provisioned: true }).whereIn('status', statuses).whereNull('deleted_at');
+    if (vpcIds) query.whereIn('vpc_id', vpcIds.filter(isUuid));
+    const rows = await query;
     return rows.map(serviceRow);
   }
 

@@ -2,7 +2,8 @@
 // half done. Kit's Reconciler runs the loop; this file gives compute's parts of it:
 //
 //   every pass (observe)                    statuses of rollouts in progress refreshed (their events go out
-//                                           without anyone reading); teardowns of `deleting` services finished
+//                                           without anyone reading); teardowns of `deleting` services finished;
+//                                           on kubernetes, statuses of resting services whose pods changed
 //   every sweep                             statuses of resting services (running, crashed, scaled) refreshed
 //   unprovisioned service (create)          undone: workload deleted, row deleted (the client got no 201)
 //   pending deployment (rollout)            finished: applied again (apply is idempotent), then committed
@@ -14,6 +15,11 @@
 //
 //   workload of no live service             deleted
 //   service running another deployment too  its current deployment applied again (the rollout undone)
+//
+// Where the cluster says what changed (kubernetes' pod watch: ClusterPort.changes), a sweep
+// looks only at the VPCs whose pods changed since the last one, so its cost follows the
+// changes, not the number of services; the first sweep and every FULL_SWEEP_EVERY-th look at
+// every VPC, for what a watch cannot show (a settle skipped because its service was busy).
 import { Reconciler, pendingStep, type ReconcileTimes, type SettleEach } from '@pier/kit';
 import type { ComputeContext } from '../context.ts';
 import type { Service } from '../records.ts';
@@ -27,13 +33,24 @@ import { refOf, specOf } from '../context.ts';
 /** Statuses a service rests in: a rollout of it is not under way (its old replicas may still be leaving). */
 const SETTLED = new Set<ServiceStatus>(['running', 'crashed', 'scaled']);
 
+/** Every this many sweeps (and the first), all VPCs are swept even where the cluster reports changes. */
+const FULL_SWEEP_EVERY = 15;
+
+/** Where the passes and sweeps stand in the cluster's changes (ClusterPort.changes). */
+interface ChangeCursors {
+  observed: number;
+  swept: number;
+  sweeps: number;
+}
+
 export function computeReconciler(ctx: ComputeContext, times: ReconcileTimes): Reconciler {
   // Teardowns run beside the passes (one can take as long as the cluster's stop timeout);
   // this keeps a slow one from being started again by the next pass.
   const tearingDown = new Set<string>();
+  const cursors: ChangeCursors = { observed: 0, swept: 0, sweeps: 0 };
   return new Reconciler(
     {
-      observe: () => observe(ctx, tearingDown),
+      observe: () => observe(ctx, tearingDown, cursors),
       steps: [
         pendingStep({
           what: 'undo a create',
@@ -48,16 +65,24 @@ export function computeReconciler(ctx: ComputeContext, times: ReconcileTimes): R
           settle: (d) => finishPendingRollout(ctx, d),
         }),
       ],
-      sweep: (each) => sweep(ctx, each),
+      sweep: (each) => sweep(ctx, each, cursors),
     },
     { service: 'compute', resources: 'services', log: ctx.log, now: () => ctx.now(), locks: ctx.locks, ...times },
   );
 }
 
-/** Settles rollouts in progress and finishes teardowns. */
-async function observe(ctx: ComputeContext, tearingDown: Set<string>): Promise<void> {
+/** Settles rollouts in progress, refreshes resting services whose pods changed, and finishes teardowns. */
+async function observe(ctx: ComputeContext, tearingDown: Set<string>, cursors: ChangeCursors): Promise<void> {
   // A service never deployed has nothing in the cluster to settle.
   const rolling = (await ctx.store.servicesInStatus(['creating', 'deploying', 'restarting'])).filter((s) => s.current_deployment_id);
+  // A pod that crashed or came back with nobody reading: its status and event go out now,
+  // not at the next sweep. The cursor is taken first, so a change during the pass counts again.
+  const cursor = ctx.cluster.changes?.cursor() ?? 0;
+  const changed = ctx.cluster.changes?.vpcsChangedSince(cursors.observed);
+  if (changed) {
+    cursors.observed = cursor;
+    if (changed.size) rolling.push(...(await ctx.store.servicesInStatus([...SETTLED], [...changed])).filter((s) => s.current_deployment_id));
+  }
   for (const [vpcId, services] of byVpc(rolling)) {
     await refreshStatuses(ctx, { workspaceId: services[0]!.workspace_id, vpcId }, services);
   }
@@ -85,10 +110,15 @@ function byVpc(services: Service[]): Map<string, Service[]> {
 }
 
 /** Makes each VPC's workloads match the records, and its resting services' statuses the cluster's (see the top of this file). */
-async function sweep(ctx: ComputeContext, each: SettleEach): Promise<number> {
+async function sweep(ctx: ComputeContext, each: SettleEach, cursors: ChangeCursors): Promise<number> {
   let settled = 0;
-  const resting = byVpc((await ctx.store.servicesInStatus([...SETTLED])).filter((s) => s.current_deployment_id));
-  for (const scope of await ctx.store.serviceVpcs()) {
+  const cursor = ctx.cluster.changes?.cursor() ?? 0;
+  const changed = cursors.sweeps++ % FULL_SWEEP_EVERY === 0 ? undefined : ctx.cluster.changes?.vpcsChangedSince(cursors.swept);
+  cursors.swept = cursor;
+  const scopes = (await ctx.store.serviceVpcs()).filter((scope) => !changed || changed.has(scope.vpcId));
+  if (scopes.length === 0) return 0;
+  const resting = byVpc((await ctx.store.servicesInStatus([...SETTLED], changed && scopes.map((s) => s.vpcId))).filter((s) => s.current_deployment_id));
+  for (const scope of scopes) {
     // A replica that crashed, or came back, with nobody reading the service: its status
     // and event go out now rather than at the next read (one observation per VPC).
     const services = resting.get(scope.vpcId);
