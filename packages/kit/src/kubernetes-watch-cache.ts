@@ -1,4 +1,4 @@
-import { KubernetesObjectApi, Watch, type KubeConfig } from '@kubernetes/client-node';
+import { KubernetesObjectApi, Watch, type KubeConfig, type V1ContainerStatus, type V1Pod } from '@kubernetes/client-node';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from './logger.ts';
 import { kubernetesApiConfiguration } from './kubernetes.ts';
@@ -241,4 +241,43 @@ class WatchError extends Error {
 function statusOf(err: unknown): number | undefined {
   const e = err as { statusCode?: number; code?: number } | undefined;
   return e?.statusCode ?? (typeof e?.code === 'number' ? e.code : undefined);
+}
+
+/**
+ * What the adapters read of a pod to judge it, and nothing else: names, labels, times,
+ * phase, reason and message, conditions and container states, and whether a container has a
+ * readiness probe. A pod's spec and managed fields stay out (a kept pod costs well under
+ * 1 KB instead of several).
+ */
+export function slimPod(raw: RawObject): V1Pod {
+  // The wire JSON has the model's field names (times are strings, which every reader passes to `new Date`).
+  const pod = raw as V1Pod;
+  const meta = pod.metadata ?? {};
+  const status = pod.status ?? {};
+  const container = (c: V1ContainerStatus) => ({ name: c.name, ready: c.ready, restartCount: c.restartCount, state: c.state, lastState: c.lastState });
+  return {
+    metadata: {
+      name: meta.name,
+      namespace: meta.namespace,
+      uid: meta.uid,
+      labels: meta.labels,
+      creationTimestamp: meta.creationTimestamp,
+      deletionTimestamp: meta.deletionTimestamp,
+    },
+    spec: { containers: (pod.spec?.containers ?? []).map((c) => ({ name: c.name, readinessProbe: c.readinessProbe ? {} : undefined })) },
+    status: {
+      phase: status.phase,
+      reason: status.reason,
+      message: status.message,
+      podIP: status.podIP,
+      conditions: (status.conditions ?? []).map((c) => ({ type: c.type, status: c.status, reason: c.reason, message: c.message })),
+      containerStatuses: (status.containerStatuses ?? []).map(container),
+    },
+  } as V1Pod;
+}
+
+/** Only an object's names and labels: enough to say which database or service has one. */
+export function slimLabels(raw: RawObject): { metadata: { name?: string; namespace?: string; uid?: string; labels?: Record<string, string> } } {
+  const meta = (raw.metadata ?? {}) as { name?: string; namespace?: string; uid?: string; labels?: Record<string, string> };
+  return { metadata: { name: meta.name, namespace: meta.namespace, uid: meta.uid, labels: meta.labels } };
 }

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { Ajv, type ValidateFunction } from 'ajv';
 import yaml from 'js-yaml';
 import { Namespace, PersistentVolumeClaim, Pod, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
-import { Deployment } from 'kubernetes-models/apps/v1';
+import { Deployment, StatefulSet } from 'kubernetes-models/apps/v1';
 import { CronJob, Job } from 'kubernetes-models/batch/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
@@ -194,6 +194,7 @@ export const KINDS: KindInfo[] = [
   core('v1', 'Secret', 'secrets', true, Secret, 'subdomain', checkSecret),
   core('v1', 'ServiceAccount', 'serviceaccounts', true, ServiceAccount, 'subdomain'),
   core('apps/v1', 'Deployment', 'deployments', true, Deployment, 'subdomain', checkDeployment),
+  core('apps/v1', 'StatefulSet', 'statefulsets', true, StatefulSet, 'subdomain'),
   core('batch/v1', 'Job', 'jobs', true, Job, 'job'),
   core('batch/v1', 'CronJob', 'cronjobs', true, CronJob, 'cronJob'),
   core('autoscaling/v2', 'HorizontalPodAutoscaler', 'horizontalpodautoscalers', true, HorizontalPodAutoscaler, 'subdomain'),

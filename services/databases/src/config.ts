@@ -72,6 +72,11 @@ export const databasesEnv = serviceEnv.extend({
     }),
   /** kubernetes, built-in mode: the Service type of external access (NodePort where no load balancer is). */
   PIER_DATABASES_KUBERNETES_EXTERNAL_SERVICE: z.enum(['LoadBalancer', 'NodePort']).default('LoadBalancer'),
+  /**
+   * kubernetes, built-in mode: keep watch-fed copies of the databases' StatefulSets and pods,
+   * so observing a VPC makes no API call. `off`: list them on every observation.
+   */
+  PIER_DATABASES_KUBE_WATCH: z.enum(['on', 'off']).default('on'),
   /** kubernetes, built-in mode with NodePort: the address clients outside dial (default: the first node's). */
   PIER_DATABASES_KUBERNETES_EXTERNAL_ADDRESS: z.string().min(1).optional(),
   /**

@@ -30,6 +30,7 @@ export function createCluster(config: DatabasesConfig, installation: string, log
           externalAddress: config.PIER_DATABASES_KUBERNETES_EXTERNAL_ADDRESS,
           domains,
           backupStore: s3,
+          watch: config.PIER_DATABASES_KUBE_WATCH === 'on' && logger ? { log: logger } : undefined,
         }),
       decided: (chosen) => logger?.info({ modes: chosen }, `databases on kubernetes: ${describeModes(chosen)}`),
     });

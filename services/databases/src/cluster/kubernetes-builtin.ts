@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { KubeConfig, KubernetesObject, V1Pod } from '@kubernetes/client-node';
-import { ConflictError, isKubernetesNotFound, kubernetesFault, UnavailableError, vpcNamespace } from '@pier/kit';
+import { ConflictError, isKubernetesNotFound, kubernetesFault, UnavailableError, vpcNamespace, type Logger } from '@pier/kit';
+import { slimLabels, slimPod, WatchCache } from '@pier/kit/kubernetes-watch-cache';
 import type { ClusterCapabilities } from '../domain/capabilities.ts';
 import { appUserOf, CONSOLE_USER } from '../domain/database.ts';
 import type { BackupMethod } from '../domain/backup-records.ts';
@@ -54,6 +55,11 @@ export interface BuiltinKubernetesOptions {
   domains: ExternalDomains;
   backupStore?: S3Store;
   timeoutMs?: number;
+  /**
+   * Keep watch-fed copies of the databases' StatefulSets and pods (kit's WatchCache), so a
+   * VPC's observation reads them from memory; stopped by close(). Without it, listed each time.
+   */
+  watch?: { log: Logger };
 }
 
 /** What the images run: one PostgreSQL and one MariaDB version, as on docker. */
@@ -80,6 +86,7 @@ export class BuiltinKubernetesCluster extends KubernetesObjects implements Datab
   private readonly settings: BuiltinSettings;
   private readonly networks: KubernetesSettings;
   private readonly pods: PodCommands;
+  private readonly watched?: { sets: WatchCache<KubernetesObject>; pods: WatchCache<V1Pod> };
 
   constructor(
     kc: KubeConfig,
@@ -87,6 +94,22 @@ export class BuiltinKubernetesCluster extends KubernetesObjects implements Datab
   ) {
     super(kc, opts.installation, opts.timeoutMs);
     this.pods = new PodCommands(kc, opts.timeoutMs);
+    if (opts.watch) {
+      const { log } = opts.watch;
+      this.watched = {
+        sets: new WatchCache(kc, {
+          apiVersion: 'apps/v1',
+          kind: 'StatefulSet',
+          path: '/apis/apps/v1/statefulsets',
+          labelSelector: SELECTOR,
+          slim: slimLabels,
+          log,
+        }),
+        pods: new WatchCache(kc, { apiVersion: 'v1', kind: 'Pod', path: '/api/v1/pods', labelSelector: SELECTOR, slim: slimPod, log }),
+      };
+      this.watched.sets.start();
+      this.watched.pods.start();
+    }
     this.settings = {
       image: (engine) => (engine === 'postgresql' ? opts.postgresImage : opts.mysqlImage),
       storageClass: opts.storageClass,
@@ -234,8 +257,12 @@ export class BuiltinKubernetesCluster extends KubernetesObjects implements Datab
         throw err;
       }
     };
-    // One list per kind for the whole VPC, never one call per database.
-    const [sets, pods] = await this.guard(() => Promise.all([list<KubernetesObject>('apps/v1', 'StatefulSet'), list<V1Pod>('v1', 'Pod')]));
+    // From the watched copies while both are connected; else one list per kind for the whole VPC, never one call per database.
+    const cached = [this.watched?.sets.items(ns), this.watched?.pods.items(ns)] as const;
+    const [sets, pods] =
+      cached[0] && cached[1]
+        ? [cached[0], cached[1]]
+        : await this.guard(() => Promise.all([list<KubernetesObject>('apps/v1', 'StatefulSet'), list<V1Pod>('v1', 'Pod')]));
     const wanted = new Set(ids);
     const of = <T extends KubernetesObject>(items: T[], id: string) => items.filter((o) => o.metadata?.labels?.[LABELS.database] === id);
     // Why a server is not ready is only in its readiness command's output: asked of those alone.
@@ -419,5 +446,7 @@ export class BuiltinKubernetesCluster extends KubernetesObjects implements Datab
     });
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    await Promise.all([this.watched?.sets.stop(), this.watched?.pods.stop()]);
+  }
 }

@@ -41,13 +41,15 @@ interface ChangeCursors {
   observed: number;
   swept: number;
   sweeps: number;
+  /** VPCs whose services this pass's observe refreshed: the sweep right after it need not again. */
+  refreshed: Set<string>;
 }
 
 export function computeReconciler(ctx: ComputeContext, times: ReconcileTimes): Reconciler {
   // Teardowns run beside the passes (one can take as long as the cluster's stop timeout);
   // this keeps a slow one from being started again by the next pass.
   const tearingDown = new Set<string>();
-  const cursors: ChangeCursors = { observed: 0, swept: 0, sweeps: 0 };
+  const cursors: ChangeCursors = { observed: 0, swept: 0, sweeps: 0, refreshed: new Set() };
   return new Reconciler(
     {
       observe: () => observe(ctx, tearingDown, cursors),
@@ -83,8 +85,10 @@ async function observe(ctx: ComputeContext, tearingDown: Set<string>, cursors: C
     cursors.observed = cursor;
     if (changed.size) rolling.push(...(await ctx.store.servicesInStatus([...SETTLED], [...changed])).filter((s) => s.current_deployment_id));
   }
+  cursors.refreshed.clear();
   for (const [vpcId, services] of byVpc(rolling)) {
     await refreshStatuses(ctx, { workspaceId: services[0]!.workspace_id, vpcId }, services);
+    if (changed?.has(vpcId)) cursors.refreshed.add(vpcId);
   }
   for (const s of await ctx.store.servicesInStatus(['deleting'])) {
     // teardown takes the lock itself; a busy one is a request's own delete.
@@ -122,7 +126,7 @@ async function sweep(ctx: ComputeContext, each: SettleEach, cursors: ChangeCurso
     // A replica that crashed, or came back, with nobody reading the service: its status
     // and event go out now rather than at the next read (one observation per VPC).
     const services = resting.get(scope.vpcId);
-    if (services) await refreshStatuses(ctx, scope, services);
+    if (services && !cursors.refreshed.has(scope.vpcId)) await refreshStatuses(ctx, scope, services);
     const workloads = await ctx.cluster.workloads(scope);
     // One read of the VPC's records; only a workload that looks out of step with its record
     // is settled, under its lock and with its record read again (a per-workload lock and
