@@ -60,7 +60,8 @@ interface Figures {
 
 const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(1).padStart(6);
 
-async function measure(name: string, variant: Variant, env: NodeJS.ProcessEnv): Promise<Figures> {
+/** The figures the probe printed, and how long the process took to answer /healthz (polled every 200 ms). */
+async function measure(name: string, variant: Variant, env: NodeJS.ProcessEnv): Promise<Figures & { startMs: number }> {
   const port = await freePort();
   let figures: ((f: Figures) => void) | undefined;
   const reported = new Promise<Figures>((resolve) => (figures = resolve));
@@ -78,12 +79,15 @@ async function measure(name: string, variant: Variant, env: NodeJS.ProcessEnv): 
       },
     },
   );
+  const spawned = Date.now();
   service.start(root);
   try {
     await service.waitHealthy(60_000);
+    const startMs = Date.now() - spawned;
     await new Promise((r) => setTimeout(r, idleSeconds * 1000));
     process.kill(service.pid!, 'SIGUSR2');
-    return await Promise.race([reported, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${name}: no figures within 60 s`)), 60_000))]);
+    const late = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${name}: no figures within 60 s`)), 60_000));
+    return { ...(await Promise.race([reported, late])), startMs };
   } finally {
     await service.stop();
   }
@@ -94,7 +98,7 @@ try {
   const keys = await generateIdentityKeys();
   const names = (process.env.PIER_BENCH_MEMORY_VARIANTS ?? 'tsx,bundle,bundle+semi').split(',').filter(Boolean);
   console.log(`compute idle for ${idleSeconds} s, docker cluster; MB (2^20 bytes)`);
-  console.log('variant        round     rss heapTotal heapUsed external arrayBuffers');
+  console.log('variant        round     rss heapTotal heapUsed external arrayBuffers  start');
   for (const name of names) {
     const variant = VARIANTS[name];
     if (!variant) throw new Error(`unknown variant ${name}: one of ${Object.keys(VARIANTS).join(', ')}`);
@@ -115,7 +119,7 @@ try {
           PIER_EGRESS_FIREWALL: 'off',
         });
         console.log(
-          `${name.padEnd(14)} ${String(round).padStart(5)}  ${mb(f.rss)}    ${mb(f.heapTotal)}   ${mb(f.heapUsed)}   ${mb(f.external)}       ${mb(f.arrayBuffers)}${f.file ? `  ${f.file}` : ''}`,
+          `${name.padEnd(14)} ${String(round).padStart(5)}  ${mb(f.rss)}    ${mb(f.heapTotal)}   ${mb(f.heapUsed)}   ${mb(f.external)}       ${mb(f.arrayBuffers)}  ${(f.startMs / 1000).toFixed(1)} s${f.file ? `  ${f.file}` : ''}`,
         );
       } finally {
         await db.drop();
