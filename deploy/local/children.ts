@@ -9,6 +9,8 @@ export interface ServiceProcessOptions {
   parentDeath?: ParentDeath;
   /** Extra node flags (the benchmark's --cpu-prof). */
   nodeArgs?: string[];
+  /** The entry is JavaScript already (a bundle of deploy/platform/bundle.ts): plain node, without tsx's loader. */
+  javascript?: boolean;
 }
 
 const printPrefixed = (service: string, line: string) => process.stdout.write(`[${service}] ${line}\n`);
@@ -32,7 +34,7 @@ export class ServiceProcess {
   ) {}
 
   start(cwd: string): void {
-    const args = [...(this.options.nodeArgs ?? []), '--import', 'tsx', this.entry];
+    const args = [...(this.options.nodeArgs ?? []), ...(this.options.javascript ? [] : ['--import', 'tsx']), this.entry];
     const [cmd, argv] = this.options.parentDeath?.wrap(process.execPath, args, 'SIGTERM') ?? [process.execPath, args];
     const child = spawn(cmd, argv, { cwd, env: this.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;

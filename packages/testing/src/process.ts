@@ -20,9 +20,15 @@ export interface ServiceProcess extends RunningService {
  * Runs `services/<service>/src/main.ts` with `env` (merged over this process's), and
  * resolves once its "listening" log line names the HTTP port. `env` must set the port
  * variable to 0 or a free port, and PIER_LOG_LEVEL to at least `info`.
+ * PIER_TEST_BUNDLES=<dir> runs `<dir>/<service>.mjs` with plain node instead: the bundles
+ * the platform image runs (deploy/platform/bundle.ts), put through the same tests.
  */
 export async function spawnService(service: string, env: Record<string, string>, timeoutMs = 30_000): Promise<ServiceProcess> {
-  const child = spawn(TSX, [path.join(REPO_ROOT, `services/${service}/src/main.ts`)], {
+  const bundles = process.env.PIER_TEST_BUNDLES;
+  const [command, args] = bundles
+    ? [process.execPath, [path.resolve(REPO_ROOT, bundles, `${service}.mjs`)]]
+    : [TSX, [path.join(REPO_ROOT, `services/${service}/src/main.ts`)]];
+  const child = spawn(command, args, {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
