@@ -25,7 +25,7 @@ import { fileURLToPath } from 'node:url';
 export const BUNDLED_SERVICES = ['auth', 'compute', 'databases', 'gateway', 'secrets', 'events'] as const;
 
 /** Required only by code paths Pier never takes (other databases' knex dialects, pg's native binding). */
-const NEVER_LOADED = ['sqlite3', 'better-sqlite3', 'tedious', 'mysql', 'mysql2', 'mariadb', 'mariadb/callback', 'oracledb', 'pg-query-stream', 'pg-native'];
+const NEVER_LOADED = ['sqlite3', 'better-sqlite3', 'tedious', 'mysql', 'mariadb', 'mariadb/callback', 'oracledb', 'pg-query-stream', 'pg-native'];
 
 const BANNER = [
   "import { createRequire as pierCreateRequire } from 'node:module';",
