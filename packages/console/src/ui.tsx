@@ -339,3 +339,13 @@ export function DataTable({ label, caption, columns, children }: { label: string
     </TableScroll>
   );
 }
+
+/** A write screen opened by someone whose role cannot write (an address typed in): its title and why there is no form. */
+export function NeedsWriteRole({ title, doing }: { title: string; doing: string }) {
+  return (
+    <section aria-labelledby="needs-role-title">
+      <h1 id="needs-role-title">{title}</h1>
+      <p>{doing} needs the Owner or Admin role.</p>
+    </section>
+  );
+}

@@ -19,6 +19,7 @@ import { ShellSection } from './service-shell.tsx';
 import { LogsSection } from './service-logs.tsx';
 import { LogHistorySection } from './service-log-history.tsx';
 import { ServiceMetrics } from './service-metrics.tsx';
+import { DeleteService } from './service-delete.tsx';
 
 interface Section {
   component: FunctionComponent<SectionProps>;
@@ -50,7 +51,19 @@ export function ServicePage({ id }: { id: string }) {
       <p>
         <a href="/services">← Services</a>
       </p>
-      <h1 id="service-title">{s?.name ?? 'Service'}</h1>
+      <div class="panel-head">
+        <h1 id="service-title">{s?.name ?? 'Service'}</h1>
+        {s && canWrite && (
+          <div class="actions">
+            {s.status !== 'deleting' && (
+              <a class="button" href={`/services/${encodeURIComponent(id)}/edit`} aria-label={`Edit service ${s.name}`}>
+                Edit
+              </a>
+            )}
+            <DeleteService service={s} path={path} />
+          </div>
+        )}
+      </div>
       <ErrorNote error={service.error} />
       {!s ? (
         service.loading && <Loading what="the service" />
@@ -83,9 +96,8 @@ export function ServicePage({ id }: { id: string }) {
               ready. This follows the service until it is {s.status === 'deleting' ? 'deleted' : 'running'}.
             </p>
           )}
-          {SECTIONS.filter((x) => canWrite || !x.writes).map(({ component: C }, i) => (
-            <C key={i} service={s} path={path} />
-          ))}
+          {/* A service being torn down has nothing left to show or do. */}
+          {s.status !== 'deleting' && SECTIONS.filter((x) => canWrite || !x.writes).map(({ component: C }, i) => <C key={i} service={s} path={path} />)}
         </>
       )}
     </section>

@@ -1,0 +1,126 @@
+// The console's edit and delete screens in chromium against a whole platform through the
+// gateway (see console.test.ts): a Viewer sees a service without Edit or Delete (and the
+// edit address, typed in, says why it has no form); an owner opens a service's edit form
+// filled with its configuration, sees the API's 400 at the field it names, changes the
+// instance type and sees it on the detail once the rollout is over, then deletes the
+// service after typing its name and is taken back to the list without it. On each
+// screen: axe-core finds nothing serious, no CSP violation, no console error beyond the
+// browser's own line for the API's deliberate 400, no sideways scroll at 390 px.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser } from 'playwright-core';
+import { checkScreen, launchChromium, openTab, signIn } from './console-support.ts';
+import { buildConsole } from '../../packages/console/scripts/build.ts';
+import { startPlatform, type Platform } from '../support/platform.ts';
+import { startOidcProvider, type OidcProvider } from '../support/oidc.ts';
+import { memberKey } from '../support/members.ts';
+import { cleanVpcs, TINY_HTTP, waitForStatus } from './services-support.ts';
+import { cleanupVpc, DATABASES_ENV } from './databases-helpers.ts';
+
+let p: Platform;
+let oidc: OidcProvider;
+let browser: Browser;
+let viewerKey: string;
+let servicesPath: string;
+
+beforeAll(async () => {
+  const [built] = await Promise.all([buildConsole({ ifNeeded: true }), startOidcProvider().then((o) => (oidc = o))]);
+  p = await startPlatform({ env: { auth: oidc.env, gateway: { PIER_CONSOLE_DIR: built.dir }, databases: DATABASES_ENV } });
+  browser = await launchChromium();
+  viewerKey = await memberKey(p, oidc, 'console-edit-viewer@example.com', 'viewer');
+  servicesPath = `/api/v1/workspaces/${p.bootstrap.workspaceId}/vpcs/${p.bootstrap.vpcId}/services`;
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await p?.stop();
+  if (p) await Promise.all([cleanVpcs(p.bootstrap.vpcId), cleanupVpc(p.bootstrap.vpcId)]);
+  await oidc?.stop();
+});
+
+describe('the console’s edit and delete screens in chromium', () => {
+  let serviceId: string;
+
+  it('a Viewer sees a service without Edit or Delete', async () => {
+    const owner = p.api(p.bootstrap.token);
+    const made = await owner.post(servicesPath, { name: 'console-edit', image: TINY_HTTP, health_check_path: '/healthz' });
+    expect(made.status).toBe(201);
+    serviceId = made.body.id;
+    await waitForStatus(owner, `${servicesPath}/${serviceId}`, 'running', 60_000);
+
+    const tab = await openTab(browser, p.gatewayUrl, { width: 390, height: 844 });
+    const { page } = tab;
+    await signIn(page, p.gatewayUrl, viewerKey);
+    await page.locator('tr[data-service="console-edit"]').getByRole('link').click();
+    await page.getByRole('heading', { name: 'console-edit' }).waitFor();
+    await page.getByRole('heading', { name: 'Logs' }).waitFor();
+    expect(await page.getByRole('link', { name: /Edit/ }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: /Delete/ }).count()).toBe(0);
+    await checkScreen(page);
+    await page.goto(`${p.gatewayUrl}/services/${serviceId}/edit`);
+    await page.getByText('Editing a service needs the Owner or Admin role.').waitFor();
+    expect(await page.getByRole('button', { name: 'Save changes' }).count()).toBe(0);
+    expect(tab.errors).toEqual([]);
+    expect(await tab.violations()).toEqual([]);
+    await tab.context.close();
+  }, 120_000);
+
+  it('an owner edits a service (a 400 at its field first) and deletes it after typing its name', async () => {
+    const owner = p.api(p.bootstrap.token);
+    const tab = await openTab(browser, p.gatewayUrl);
+    const { page } = tab;
+    await signIn(page, p.gatewayUrl, p.bootstrap.token);
+    await page.locator('tr[data-service="console-edit"]').getByRole('link').click();
+    await page.getByRole('heading', { name: 'console-edit' }).waitFor();
+
+    // The form holds the service's configuration now.
+    await page.getByRole('link', { name: 'Edit service console-edit' }).click();
+    await page.getByRole('heading', { name: 'Edit console-edit' }).waitFor();
+    expect(await page.getByLabel('Image').inputValue()).toBe(TINY_HTTP);
+    expect(await page.getByLabel('Port').inputValue()).toBe('8080');
+    expect(await page.getByLabel('Health check path').inputValue()).toBe('/healthz');
+    expect(await page.getByLabel('Instance type').inputValue()).toBe('svc.nano');
+    expect(await page.getByLabel('Name', { exact: true }).getAttribute('readonly')).not.toBeNull();
+    await checkScreen(page);
+
+    // A port the API refuses: its message under the port field, the field marked invalid.
+    await page.getByLabel('Port').fill('70000');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.locator('[data-field="port"] .field-error').waitFor();
+    expect(await page.getByLabel('Port').getAttribute('aria-invalid')).toBe('true');
+    expect(await page.getByLabel('Port').getAttribute('aria-describedby')).toContain('port-error');
+    await checkScreen(page);
+    expect((await owner.get(`${servicesPath}/${serviceId}`)).body.port).toBe(8080);
+
+    // A new instance type: the detail follows the rollout and shows it.
+    await page.getByLabel('Port').fill('8080');
+    await page.getByLabel('Instance type').selectOption('svc.micro');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.waitForURL(`${p.gatewayUrl}/services/${serviceId}`);
+    await page
+      .locator('.facts')
+      .getByText(/svc\.micro/)
+      .waitFor();
+    await expect.poll(() => page.locator('.facts .badge').textContent(), { timeout: 60_000, interval: 500 }).toBe('running');
+    expect((await owner.get(`${servicesPath}/${serviceId}`)).body).toMatchObject({ instance_type: 'svc.micro', port: 8080, image: TINY_HTTP });
+
+    // Delete: held until the name is typed, then the list without it.
+    await page.getByRole('button', { name: 'Delete service console-edit' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Delete service?' });
+    await dialog.waitFor();
+    const confirm = dialog.getByRole('button', { name: 'Delete service' });
+    expect(await confirm.isDisabled()).toBe(true);
+    await dialog.getByLabel('Type console-edit to confirm').fill('console-edi');
+    expect(await confirm.isDisabled()).toBe(true);
+    await checkScreen(page);
+    await dialog.getByLabel('Type console-edit to confirm').fill('console-edit');
+    await confirm.click();
+    await page.waitForURL(`${p.gatewayUrl}/services`, { timeout: 60_000 });
+    await page.getByRole('heading', { name: 'Services' }).waitFor();
+    await expect.poll(() => page.locator('tr[data-service="console-edit"]').count(), { timeout: 10_000 }).toBe(0);
+    // Soft-deleted: the detail still answers, as `deleted`.
+    expect((await owner.get(`${servicesPath}/${serviceId}`)).body.status).toBe('deleted');
+    expect(tab.errors.filter((e) => !/status of 400/.test(e))).toEqual([]);
+    expect(await tab.violations()).toEqual([]);
+    await tab.context.close();
+  }, 180_000);
+});
