@@ -12,7 +12,8 @@ import { SERVICE, type SectionProps } from './service-types.ts';
 // Faster than the detail's poll: the person is waiting to be taken back to the list.
 const GONE_POLL_MS = 1000;
 
-export function DeleteService({ service, path }: SectionProps) {
+/** `onDeleting` is told once the API has accepted the deletion: the page drops its sections then. */
+export function DeleteService({ service, path, onDeleting }: SectionProps & { onDeleting: () => void }) {
   const { client } = useSession();
   const [open, setOpen] = useState(false);
   const [typed, setTyped] = useState('');
@@ -33,6 +34,7 @@ export function DeleteService({ service, path }: SectionProps) {
       await unwrap(client.DELETE(SERVICE, { params: { path } }));
       setOpen(false);
       setDeleting(true);
+      onDeleting();
     } catch (err) {
       setError(err);
     } finally {

@@ -2,6 +2,7 @@
 // section lives in its own file (service-*.tsx) and gets the same props; the page is the
 // list below, so a section is added by one line.
 import type { FunctionComponent } from 'preact';
+import { useState } from 'preact/hooks';
 import { unwrap } from '../api.ts';
 import { useQuery } from '../data.ts';
 import { useSession } from '../session.ts';
@@ -46,6 +47,8 @@ export function ServicePage({ id }: { id: string }) {
   const path = { workspaceID: workspaceId, vpcID: vpcId, serviceID: id };
   const service = useQuery(`service:${workspaceId}:${vpcId}:${id}`, () => unwrap(client.GET(SERVICE, { params: { path } })), SERVICES_POLL_MS);
   const s = service.data;
+  // Deleted from this page: its sections go at once, before the next read says `deleting`.
+  const [leaving, setLeaving] = useState(false);
   return (
     <section aria-labelledby="service-title">
       <p>
@@ -60,7 +63,7 @@ export function ServicePage({ id }: { id: string }) {
                 Edit
               </a>
             )}
-            <DeleteService service={s} path={path} />
+            <DeleteService service={s} path={path} onDeleting={() => setLeaving(true)} />
           </div>
         )}
       </div>
@@ -96,8 +99,10 @@ export function ServicePage({ id }: { id: string }) {
               ready. This follows the service until it is {s.status === 'deleting' ? 'deleted' : 'running'}.
             </p>
           )}
-          {/* A service being torn down has nothing left to show or do. */}
-          {s.status !== 'deleting' && SECTIONS.filter((x) => canWrite || !x.writes).map(({ component: C }, i) => <C key={i} service={s} path={path} />)}
+          {/* A service being torn down has nothing left to show or do (and its sections' reads would fail). */}
+          {!leaving &&
+            s.status !== 'deleting' &&
+            SECTIONS.filter((x) => canWrite || !x.writes).map(({ component: C }, i) => <C key={i} service={s} path={path} />)}
         </>
       )}
     </section>
