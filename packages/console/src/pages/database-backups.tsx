@@ -7,7 +7,7 @@ import { unwrap, type paths } from '../api.ts';
 import { useMutation, useQuery } from '../data.ts';
 import { navigate } from '../router.ts';
 import { useSession } from '../session.ts';
-import { ErrorNote, Field, FormError, ListTable, StatusBadge, when, TextField } from '../ui.tsx';
+import { ErrorNote, Field, FormError, ListTable, StatusBadge, TextField, useConfirmedRemoval, when } from '../ui.tsx';
 import type { DatabaseTabProps } from './databases.tsx';
 import { BackupSchedule } from './database-backup-schedule.tsx';
 
@@ -43,6 +43,17 @@ export function Backups({ db, path }: DatabaseTabProps) {
     unwrap(client.POST('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/databases/{databaseID}/backups', { params: { path }, body: {} })),
   );
   const completed = backups.data?.items.filter((b) => b.status === 'completed') ?? [];
+  const remove = useConfirmedRemoval({
+    verb: 'Delete',
+    noun: 'backup',
+    warning: 'It can no longer be restored.',
+    remove: (name) =>
+      unwrap(
+        client.DELETE('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/databases/{databaseID}/backups/{backupName}', {
+          params: { path: { ...path, backupName: name } },
+        }),
+      ),
+  });
   return (
     <>
       <div class="panel">
@@ -72,6 +83,7 @@ export function Backups({ db, path }: DatabaseTabProps) {
           empty="No backups yet."
           caption="Backups, newest first"
           columns={['Name', 'Status', 'Kind', 'Size', 'Started', 'Completed']}
+          actions={canWrite ? (b) => b.status !== 'running' && remove.button(b) : undefined}
           cells={(b) => (
             <>
               <td class="wrap">
@@ -89,6 +101,7 @@ export function Backups({ db, path }: DatabaseTabProps) {
           )}
         />
       </div>
+      {remove.dialog}
       {canWrite && <Restore db={db} path={path} backups={completed.map((b) => b.name)} window={backups.data?.recovery_window ?? null} />}
       {canWrite && <BackupSchedule path={path} />}
     </>

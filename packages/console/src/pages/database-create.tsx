@@ -9,11 +9,11 @@ import { useSession } from '../session.ts';
 import { Field, FormError } from '../ui.tsx';
 
 type ProvisionBody = NonNullable<paths['/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/databases']['post']['requestBody']>['content']['application/json'];
-type Engine = NonNullable<ProvisionBody['engine']>;
-type InstanceType = NonNullable<ProvisionBody['instance_type']>;
+export type Engine = NonNullable<ProvisionBody['engine']>;
+export type InstanceType = NonNullable<ProvisionBody['instance_type']>;
 
 // The ladder of packages/kit/src/instance-types.ts (the console does not bundle kit).
-const INSTANCE_TYPES: [InstanceType, string][] = [
+export const INSTANCE_TYPES: [InstanceType, string][] = [
   ['svc.nano', '0.25 CPU, 256 MiB'],
   ['svc.micro', '0.5 CPU, 512 MiB'],
   ['svc.small', '1 CPU, 1 GiB'],
@@ -28,12 +28,12 @@ const DEFAULTS: Record<Engine, { instanceType: InstanceType; replicas: number }>
   mysql: { instanceType: 'svc.small', replicas: 1 },
 };
 const STORAGE_DEFAULT = 10;
-const NAME_MAX = 19;
+export const NAME_MAX = 19;
 /** The fields on the form: an error naming one of them shows there. */
 const FIELDS = ['name', 'engine', 'postgres_version', 'mysql_version', 'instance_type', 'storage_gb', 'replicas', 'external_access_enabled'];
 
 /** What the API would refuse, said before submit (the same words as its 400s). */
-function localProblems(engine: Engine, instanceType: InstanceType, replicas: number): Partial<Record<string, string>> {
+export function localProblems(engine: Engine, instanceType: InstanceType, replicas: number): Partial<Record<string, string>> {
   const problems: Partial<Record<string, string>> = {};
   if (engine === 'mysql' && instanceType === 'svc.nano')
     problems.instance_type = 'mysql databases need svc.small or larger; svc.nano is not available for mysql';
