@@ -6,7 +6,10 @@
 // service after typing its name and is taken back to the list without it; renames a
 // PostgreSQL database (a name the API refuses first, at its field), and deletes a backup
 // after a confirmation (the newest one first, which the API keeps: its 409 in the dialog);
-// a Viewer sees no Edit section and no backup's Delete. On each
+// a Viewer sees no Edit section and no backup's Delete. A service's live logs, followed
+// through a second gateway that then stops (its stream ends with the `reconnect` event)
+// and comes back on the same address, go on with every numbered line once: none lost,
+// none twice. On each
 // screen: axe-core finds nothing serious, no CSP violation, no console error beyond the
 // browser's own line for the API's deliberate 400, no sideways scroll at 390 px.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +19,8 @@ import { buildConsole } from '../../packages/console/scripts/build.ts';
 import { startPlatform, type Platform } from '../support/platform.ts';
 import { startOidcProvider, type OidcProvider } from '../support/oidc.ts';
 import { memberKey } from '../support/members.ts';
+import * as gateway from '@pier/gateway';
+import { freePort } from '../support/platform.ts';
 import { cleanVpcs, TINY_HTTP, waitForStatus } from './services-support.ts';
 import { cleanupVpc, DATABASES_ENV, waitForStatus as waitForDatabase } from './databases-helpers.ts';
 
@@ -26,9 +31,11 @@ let viewerKey: string;
 let servicesPath: string;
 let databasesPath: string;
 let databaseId: string;
+let consoleDir: string;
 
 beforeAll(async () => {
   const [built] = await Promise.all([buildConsole({ ifNeeded: true }), startOidcProvider().then((o) => (oidc = o))]);
+  consoleDir = built.dir;
   p = await startPlatform({ env: { auth: oidc.env, gateway: { PIER_CONSOLE_DIR: built.dir }, databases: DATABASES_ENV } });
   browser = await launchChromium();
   viewerKey = await memberKey(p, oidc, 'console-edit-viewer@example.com', 'viewer');
@@ -220,4 +227,70 @@ describe('the console’s edit and delete screens in chromium', () => {
     expect(await tab.violations()).toEqual([]);
     await tab.context.close();
   }, 60_000);
+
+  it('live logs go on after the API says reconnect, with no line lost or shown twice', async () => {
+    const owner = p.api(p.bootstrap.token);
+    // A worker printing a numbered line four times a second.
+    const made = await owner.post(servicesPath, {
+      name: 'console-ticks',
+      service_type: 'worker',
+      image: 'pier/debian-base:bookworm',
+      command: ['sh', '-c', 'i=0; while :; do echo "tick $i"; i=$((i+1)); sleep 0.25; done'],
+    });
+    expect(made.status).toBe(201);
+    await waitForStatus(owner, `${servicesPath}/${made.body.id}`, 'running', 60_000);
+    // A gateway of this test's own, so it can stop (draining: its streams end with
+    // `reconnect`) and come back on the same address.
+    const port = await freePort();
+    const config = gateway.readConfig({
+      PIER_GATEWAY_PORT: String(port),
+      PIER_GATEWAY_METRICS_PORT: '0',
+      PIER_BIND_HOST: '127.0.0.1',
+      PIER_LOG_LEVEL: 'warn',
+      PIER_AUTH_GRPC_URL: p.serviceUrls.authGrpc,
+      PIER_AUTH_URL: p.serviceUrls.auth,
+      PIER_COMPUTE_URL: p.serviceUrls.compute,
+      PIER_DATABASES_URL: p.serviceUrls.databases,
+      PIER_SECRETS_URL: p.serviceUrls.secrets,
+      PIER_EVENTS_URL: p.serviceUrls.events,
+      PIER_GATEWAY_SERVICE_PRIVATE_KEY: p.gatewayKeys.privateJwk,
+      PIER_CONSOLE_DIR: consoleDir,
+      PIER_SHUTDOWN_DELAY_MS: '200',
+    });
+    let g = await gateway.start(config);
+    const base = `http://127.0.0.1:${port}`;
+    try {
+      const tab = await openTab(browser, base);
+      const { page } = tab;
+      const missing: string[] = [];
+      page.on('response', (r) => r.status() === 404 && missing.push(r.url()));
+      const follows: URL[] = [];
+      page.on('request', (r) => r.url().includes('/logs?') && follows.push(new URL(r.url())));
+      await signIn(page, base, p.bootstrap.token);
+      await page.goto(`${base}/services/${made.body.id}`);
+      const logs = page.getByLabel('Log lines');
+      const ticks = async () => [...((await logs.textContent()) ?? '').matchAll(/tick (\d+)/g)].map((m) => Number(m[1]));
+      await expect.poll(async () => (await ticks()).length, { timeout: 30_000 }).toBeGreaterThan(4);
+      const before = Math.max(...(await ticks()));
+      await g.stop();
+      g = await gateway.start(config);
+      // Lines printed while no gateway answered arrive too, after the last one shown.
+      await expect.poll(async () => Math.max(...(await ticks())), { timeout: 30_000 }).toBeGreaterThan(before + 8);
+      // The follow opened again from the newest line shown, not from the recent lines.
+      expect(follows[0]!.searchParams.get('since')).toBeNull();
+      expect(follows.at(-1)!.searchParams.get('since')).toMatch(/^\d{4}-\d\d-\d\dT/);
+      const seen = await ticks();
+      expect(seen).toEqual(Array.from({ length: seen.length }, (_, i) => seen[0]! + i));
+      await checkScreen(page);
+      // The browser's own lines for requests made while the gateway was away.
+      expect(
+        tab.errors.filter((e) => !/ERR_CONNECTION_REFUSED|status of 503/.test(e)),
+        `404s: ${missing.join(', ')}`,
+      ).toEqual([]);
+      expect(await tab.violations()).toEqual([]);
+      await tab.context.close();
+    } finally {
+      await g.stop();
+    }
+  }, 180_000);
 });
