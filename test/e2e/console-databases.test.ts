@@ -12,7 +12,7 @@
 // the browser's own lines for the API's deliberate 4xx answers, no sideways scroll at 390 px.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { axe, launchChromium, noSidewaysScroll, openTab, signIn } from './console-support.ts';
+import { axe, checkScreen, launchChromium, noSidewaysScroll, openTab, signIn } from './console-support.ts';
 import { buildConsole } from '../../packages/console/scripts/build.ts';
 import { startPlatform, type Platform } from '../support/platform.ts';
 import { startOidcProvider, type OidcProvider } from '../support/oidc.ts';
@@ -42,14 +42,6 @@ afterAll(async () => {
   if (p) await Promise.all([cleanupVpc(p.bootstrap.vpcId), otherVpcId && cleanupVpc(otherVpcId)]);
   await oidc?.stop();
 });
-
-/** The screen passes axe at 1280 px and fits 390 px without sideways scrolling. */
-async function checkScreen(page: Page): Promise<void> {
-  expect(await axe(page)).toEqual([]);
-  await page.setViewportSize({ width: 390, height: 844 });
-  await noSidewaysScroll(page);
-  await page.setViewportSize({ width: 1280, height: 800 });
-}
 
 const section = (page: Page, name: string) => page.getByRole('navigation', { name: 'Database sections' }).getByRole('link', { name, exact: true }).click();
 

@@ -20,7 +20,7 @@ import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { docker, RUN_LABELS, startGitServer, TEST_BACKUP_VOLUME, testEdge, type GitServer } from '@pier/testing';
-import { axe, launchChromium, noSidewaysScroll, openTab, signIn } from './console-support.ts';
+import { axe, checkScreen, launchChromium, noSidewaysScroll, openTab, signIn } from './console-support.ts';
 import { buildConsole } from '../../packages/console/scripts/build.ts';
 import { startPlatform, type Platform } from '../support/platform.ts';
 import { startOidcProvider, type OidcProvider } from '../support/oidc.ts';
@@ -92,14 +92,6 @@ afterAll(async () => {
 
 /** The terminal's rows as text (xterm's DOM renderer: one element per row). */
 const terminalRows = (page: Page) => page.locator('.xterm-rows > div').allTextContents();
-
-async function checkScreen(page: Page): Promise<void> {
-  expect(await axe(page)).toEqual([]);
-  const { width, height } = page.viewportSize()!;
-  await page.setViewportSize({ width: 390, height: 844 });
-  await noSidewaysScroll(page);
-  await page.setViewportSize({ width, height });
-}
 
 describe('the console: service screens in chromium', () => {
   it('creates a service with the form, opens a shell, edits env with a secret reference, rolls back, attaches a domain and searches the log history', async () => {

@@ -86,3 +86,12 @@ export async function signIn(page: Page, baseUrl: string, token: string): Promis
   await page.keyboard.press('Enter');
   await page.getByRole('heading', { name: 'Services' }).waitFor();
 }
+
+/** The screen passes axe-core and fits 390 px without sideways scrolling; the viewport is put back after. */
+export async function checkScreen(page: Page): Promise<void> {
+  expect(await axe(page)).toEqual([]);
+  const { width, height } = page.viewportSize()!;
+  await page.setViewportSize({ width: 390, height: 844 });
+  await noSidewaysScroll(page);
+  await page.setViewportSize({ width, height });
+}

@@ -1,8 +1,8 @@
 // The console's only way to the API: the typed SDK (@pier/sdk), against the origin that
 // served these files, with the bearer token the person pasted. No cookies are involved.
-import { createPierClient, PierApiError, unwrap, type PierClient, type components, type paths } from '@pier/sdk';
+import { createPierClient, LogResume, PierApiError, unwrap, type PierClient, type components, type paths } from '@pier/sdk';
 
-export { unwrap, PierApiError };
+export { LogResume, unwrap, PierApiError };
 export type { PierClient, components, paths };
 
 const TOKEN_KEY = 'pier.console.token';

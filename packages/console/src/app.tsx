@@ -7,6 +7,7 @@ import { SessionContext, type Session } from './session.ts';
 import { ErrorNote, Loading } from './ui.tsx';
 import { SignIn, SignInCallback } from './pages/sign-in.tsx';
 import { ServicesPage } from './pages/services.tsx';
+import { EditServicePage } from './pages/service-edit.tsx';
 import { ServicePage } from './pages/service.tsx';
 import { CreateServicePage } from './pages/service-create.tsx';
 import { SecretsPage } from './pages/secrets.tsx';
@@ -202,6 +203,8 @@ function Shell({ client, onSignOut }: { client: PierClient; onSignOut: () => voi
 
 function Route({ path }: { path: string }) {
   if (path === '/services/new') return <CreateServicePage />;
+  const edit = /^\/services\/([^/]+)\/edit$/.exec(path);
+  if (edit) return <EditServicePage id={decodeURIComponent(edit[1]!)} />;
   const service = /^\/services\/([^/]+)$/.exec(path);
   if (service) return <ServicePage id={decodeURIComponent(service[1]!)} />;
   if (path.startsWith('/services')) return <ServicesPage />;

@@ -30,6 +30,8 @@ export function ConfirmDialog(props: {
   children: ComponentChildren;
   confirmLabel: string;
   pending?: boolean;
+  /** Not yet confirmable (a name still to be typed). */
+  confirmDisabled?: boolean;
   error?: unknown;
   onConfirm: () => void;
   onCancel: () => void;
@@ -59,7 +61,7 @@ export function ConfirmDialog(props: {
         <button type="button" onClick={props.onCancel}>
           Cancel
         </button>
-        <button type="button" class="danger" disabled={props.pending} onClick={props.onConfirm}>
+        <button type="button" class="danger" disabled={props.pending || props.confirmDisabled} onClick={props.onConfirm}>
           {props.pending ? 'Working…' : props.confirmLabel}
         </button>
       </div>
@@ -223,43 +225,75 @@ export function fieldOf(error: unknown): string | undefined {
   return error instanceof PierApiError && error.field ? error.field.split(/[.[]/)[0] : undefined;
 }
 
-/**
- * A labelled form field; when the API's error names it, the message shows under it and the
- * control is marked invalid (and described by the message).
- */
-export function Field(props: {
+/** What a field's control needs: its id and name, and whether it is invalid and described by what. */
+export type FieldA11y = { id: string; name: string; 'aria-invalid': true | undefined; 'aria-describedby': string | undefined };
+
+/** What every form field is told: see `Field`. */
+interface FieldProps {
   name: string;
-  label: string;
+  id?: string;
+  label: ComponentChildren;
   hint?: ComponentChildren;
   error: unknown;
-  children: (a11y: Record<string, string | boolean | undefined>) => ComponentChildren;
-}) {
-  const mine = fieldOf(props.error) === props.name;
-  const hintId = props.hint ? `${props.name}-hint` : undefined;
-  const errorId = mine ? `${props.name}-error` : undefined;
+  problem?: string;
+}
+
+/**
+ * A labelled form field, the console's only one: the hint under it, and when the API's
+ * error names it (`name`, the API's field) or the form already knows what is wrong with it
+ * (`problem`, said before anything is sent), that message under it, the control marked
+ * invalid and described by it. `id` names the control when a screen has two fields the API
+ * calls the same (two forms' `name`): its hint is `<id>-hint`, its message `<id>-error`.
+ * `check` puts a checkbox before its label.
+ */
+export function Field(props: FieldProps & { check?: boolean; children: (a11y: FieldA11y) => ComponentChildren }) {
+  const id = props.id ?? props.name;
+  const apiSaysSo = fieldOf(props.error) === props.name;
+  // The API's word wins over the form's guess: it is what was refused.
+  const message = apiSaysSo ? (props.error as PierApiError).message : props.problem;
+  const hintId = props.hint ? `${id}-hint` : undefined;
+  const errorId = message ? `${id}-error` : undefined;
+  const control = props.children({
+    id,
+    name: props.name,
+    'aria-invalid': message ? true : undefined,
+    'aria-describedby': [errorId, hintId].filter(Boolean).join(' ') || undefined,
+  });
   return (
     <div class="field" data-field={props.name}>
-      <label>
-        {props.label}
-        {props.children({
-          id: props.name,
-          name: props.name,
-          'aria-invalid': mine || undefined,
-          'aria-describedby': [errorId, hintId].filter(Boolean).join(' ') || undefined,
-        })}
-      </label>
+      {props.check ? (
+        <label class="check">
+          {control} {props.label}
+        </label>
+      ) : (
+        <>
+          <label for={id}>{props.label}</label>
+          {control}
+        </>
+      )}
       {props.hint && (
         <p class="hint" id={hintId}>
           {props.hint}
         </p>
       )}
-      {mine && (
+      {message && (
         <p class="field-error" id={errorId} role="alert">
-          {(props.error as PierApiError).message}
+          {message}
         </p>
       )}
     </div>
   );
+}
+
+/** A `Field` holding a one-line text input. */
+export function TextField(props: FieldProps & { value: string; onInput: (value: string) => void; input?: Record<string, unknown> }) {
+  const { value, onInput, input, ...field } = props;
+  return <Field {...field}>{(a) => <input {...a} {...input} value={value} onInput={(e) => onInput(e.currentTarget.value)} />}</Field>;
+}
+
+/** The error of a form's submit when it names none of the fields on screen (those show it at the field). */
+export function FormError({ error, fields }: { error: unknown; fields: string[] }) {
+  return <ErrorNote error={fields.includes(fieldOf(error) ?? '') ? undefined : error} />;
 }
 
 /**
@@ -275,59 +309,12 @@ export function TableScroll({ label, children }: { label: string; children: Comp
   );
 }
 
-/**
- * The API's message beside the field it names: `id` is what the field's
- * `aria-describedby` points at. Nothing when the error names another field.
- */
-export function FieldError({ error, field, id }: { error: unknown; field: string; id: string }) {
-  if (fieldOf(error) !== field) return null;
-  return (
-    <span id={id} class="field-error" role="alert">
-      {messageOf(error)}
-    </span>
-  );
-}
-
 /** A long operation under way: an indeterminate bar and what is happening, announced. */
 export function Progress({ label, children }: { label: string; children?: ComponentChildren }) {
   return (
     <div class="progress" role="status">
       <progress aria-label={label} />
       <span>{children ?? label}</span>
-    </div>
-  );
-}
-
-/**
- * A labelled text field whose API error (the body's `field` equal to `field`) shows under
- * it and marks it invalid. `id` names the input; its error is `<id>-error`.
- */
-export function TextField(props: {
-  id: string;
-  label: string;
-  field: string;
-  error: unknown;
-  value: string;
-  onInput: (value: string) => void;
-  required?: boolean;
-  maxLength?: number;
-  placeholder?: string;
-}) {
-  const bad = fieldOf(props.error) === props.field;
-  return (
-    <div class="field">
-      <label for={props.id}>{props.label}</label>
-      <input
-        id={props.id}
-        required={props.required}
-        maxLength={props.maxLength}
-        placeholder={props.placeholder}
-        value={props.value}
-        aria-invalid={bad}
-        aria-describedby={bad ? `${props.id}-error` : undefined}
-        onInput={(e) => props.onInput(e.currentTarget.value)}
-      />
-      <FieldError error={props.error} field={props.field} id={`${props.id}-error`} />
     </div>
   );
 }
@@ -350,5 +337,15 @@ export function DataTable({ label, caption, columns, children }: { label: string
         <tbody>{children}</tbody>
       </table>
     </TableScroll>
+  );
+}
+
+/** A write screen opened by someone whose role cannot write (an address typed in): its title and why there is no form. */
+export function NeedsWriteRole({ title, doing }: { title: string; doing: string }) {
+  return (
+    <section aria-labelledby="needs-role-title">
+      <h1 id="needs-role-title">{title}</h1>
+      <p>{doing} needs the Owner or Admin role.</p>
+    </section>
   );
 }

@@ -2,7 +2,7 @@
 // --follow, then each new line until Ctrl-C (server-sent events); with --history, the
 // stored lines of a time range, page after page.
 import type { Command } from 'commander';
-import { unwrap, type paths } from '@pier/sdk';
+import { LogResume, unwrap, type paths } from '@pier/sdk';
 import { examples, integer, run } from '../command.ts';
 import type { Context } from '../context.ts';
 import { CliError } from '../errors.ts';
@@ -58,11 +58,10 @@ function checkOptions(o: LogsOptions): void {
  */
 async function follow(ctx: Context, ref: string, o: LogsOptions): Promise<void> {
   const { client, path } = await service(ctx, ref);
-  // The newest timestamp printed (RFC 3339, fixed width: compared as text) and the lines printed with it.
-  let newest = '';
-  let printedAtNewest = new Set<string>();
+  // Where a resumed follow starts, and which lines of that instant were printed already.
+  const printed = new LogResume();
   await followUntilInterrupted(async (signal) => {
-    for (let since = o.since; ; since = newest || o.since) {
+    for (let since = o.since; ; since = printed.since ?? o.since) {
       const body = await unwrap(
         client.GET(LOGS, {
           params: { path, query: { follow: 'true', since, replica: o.replica, limit: o.limit } },
@@ -77,13 +76,7 @@ async function follow(ctx: Context, ref: string, o: LogsOptions): Promise<void> 
         else if (e.event === 'dropped') ctx.out.note(`pier: ${(e.data as { count: number }).count} lines dropped (this reader fell behind)`);
         else if (e.event === 'line') {
           const l = e.data as Line;
-          const key = `${l.replica}\n${l.stream}\n${l.message}`;
-          if (l.timestamp < newest || (l.timestamp === newest && printedAtNewest.has(key))) continue;
-          if (l.timestamp > newest) {
-            newest = l.timestamp;
-            printedAtNewest = new Set();
-          }
-          printedAtNewest.add(key);
+          if (!printed.fresh(l)) continue;
           if (ctx.out.json) process.stdout.write(`${JSON.stringify(l)}\n`);
           else printLine(ctx, l);
         }

@@ -4,7 +4,7 @@ import { useState } from 'preact/hooks';
 import { unwrap } from '../api.ts';
 import { useMutation, useQuery } from '../data.ts';
 import { useSession } from '../session.ts';
-import { ErrorNote, fieldOf, ListTable, useConfirmedRemoval, when, TextField } from '../ui.tsx';
+import { FormError, ListTable, useConfirmedRemoval, when, TextField } from '../ui.tsx';
 import type { DatabaseTabProps } from './databases.tsx';
 
 export function Allowlist({ db, path }: DatabaseTabProps) {
@@ -76,12 +76,20 @@ function AddRule({ path }: Pick<DatabaseTabProps, 'path'>) {
         }
       }}
     >
-      <TextField id="rule-cidr" label="CIDR" field="cidr" error={err} required placeholder="203.0.113.0/24" value={cidr} onInput={setCidr} />
-      <TextField id="rule-description" label="Description" field="description" error={err} maxLength={200} value={description} onInput={setDescription} />
+      <TextField name="cidr" id="rule-cidr" label="CIDR" error={err} input={{ required: true, placeholder: '203.0.113.0/24' }} value={cidr} onInput={setCidr} />
+      <TextField
+        name="description"
+        id="rule-description"
+        label="Description"
+        error={err}
+        input={{ maxLength: 200 }}
+        value={description}
+        onInput={setDescription}
+      />
       <button type="submit" class="primary" disabled={add.pending}>
         {add.pending ? 'Adding…' : 'Add rule'}
       </button>
-      {fieldOf(err) === undefined && <ErrorNote error={err} />}
+      <FormError error={err} fields={['cidr', 'description']} />
     </form>
   );
 }

@@ -5,7 +5,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { unwrap } from '../api.ts';
 import { useMutation, useQuery } from '../data.ts';
 import { useSession } from '../session.ts';
-import { ErrorNote, fieldOf, Loading, TextField, when } from '../ui.tsx';
+import { ErrorNote, FormError, Loading, TextField, when } from '../ui.tsx';
 import type { DatabaseTabProps } from './databases.tsx';
 
 type ScheduleBody = { schedule?: string; retention_count?: number; enabled?: boolean };
@@ -42,13 +42,21 @@ export function BackupSchedule({ path }: Pick<DatabaseTabProps, 'path'>) {
         >
           <p role="status">{s.enabled ? `Next scheduled backup: ${when(s.next_run_at)}.` : 'Scheduled backups are off.'}</p>
           <div class="form-grid">
-            <TextField id="schedule-cron" label="Schedule (cron, UTC)" field="schedule" error={err} required maxLength={200} value={cron} onInput={setCron} />
             <TextField
+              name="schedule"
+              id="schedule-cron"
+              label="Schedule (cron, UTC)"
+              error={err}
+              input={{ required: true, maxLength: 200 }}
+              value={cron}
+              onInput={setCron}
+            />
+            <TextField
+              name="retention_count"
               id="schedule-retention"
               label="Scheduled backups kept (1–100)"
-              field="retention_count"
               error={err}
-              required
+              input={{ required: true }}
               value={retention}
               onInput={setRetention}
             />
@@ -57,7 +65,7 @@ export function BackupSchedule({ path }: Pick<DatabaseTabProps, 'path'>) {
             <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.currentTarget.checked)} />
             Take scheduled backups
           </label>
-          {fieldOf(err) === undefined && <ErrorNote error={err} />}
+          <FormError error={err} fields={['schedule', 'retention_count']} />
           <div class="actions">
             <button type="submit" class="primary" disabled={save.pending}>
               {save.pending ? 'Saving…' : 'Save schedule'}

@@ -7,7 +7,7 @@ import { unwrap, type paths } from '../api.ts';
 import { useMutation, useQuery } from '../data.ts';
 import { navigate } from '../router.ts';
 import { useSession } from '../session.ts';
-import { ErrorNote, FieldError, fieldOf, ListTable, StatusBadge, when, TextField } from '../ui.tsx';
+import { ErrorNote, Field, FormError, ListTable, StatusBadge, TextField, useConfirmedRemoval, when } from '../ui.tsx';
 import type { DatabaseTabProps } from './databases.tsx';
 import { BackupSchedule } from './database-backup-schedule.tsx';
 
@@ -43,6 +43,17 @@ export function Backups({ db, path }: DatabaseTabProps) {
     unwrap(client.POST('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/databases/{databaseID}/backups', { params: { path }, body: {} })),
   );
   const completed = backups.data?.items.filter((b) => b.status === 'completed') ?? [];
+  const remove = useConfirmedRemoval({
+    verb: 'Delete',
+    noun: 'backup',
+    warning: 'It can no longer be restored.',
+    remove: (name) =>
+      unwrap(
+        client.DELETE('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/databases/{databaseID}/backups/{backupName}', {
+          params: { path: { ...path, backupName: name } },
+        }),
+      ),
+  });
   return (
     <>
       <div class="panel">
@@ -72,6 +83,7 @@ export function Backups({ db, path }: DatabaseTabProps) {
           empty="No backups yet."
           caption="Backups, newest first"
           columns={['Name', 'Status', 'Kind', 'Size', 'Started', 'Completed']}
+          actions={canWrite ? (b) => b.status !== 'running' && remove.button(b) : undefined}
           cells={(b) => (
             <>
               <td class="wrap">
@@ -89,6 +101,7 @@ export function Backups({ db, path }: DatabaseTabProps) {
           )}
         />
       </div>
+      {remove.dialog}
       {canWrite && <Restore db={db} path={path} backups={completed.map((b) => b.name)} window={backups.data?.recovery_window ?? null} />}
       {canWrite && <BackupSchedule path={path} />}
     </>
@@ -133,57 +146,57 @@ function Restore({ db, path, backups, window }: DatabaseTabProps & { backups: st
         }}
       >
         <div class="form-grid">
-          <TextField id="restore-name" label="New database name" field="name" error={err} required maxLength={19} value={name} onInput={setName} />
-          <div class="field">
-            <label for="restore-backup">Backup</label>
-            <select
-              id="restore-backup"
-              value={backup}
-              aria-invalid={fieldOf(err) === 'backup_name'}
-              aria-describedby={fieldOf(err) === 'backup_name' ? 'restore-backup-error' : undefined}
-              onChange={(e) => setBackup(e.currentTarget.value)}
-            >
-              {pitr ? <option value="">The newest completed backup</option> : <option value="">Choose a backup</option>}
-              {backups.map((b) => (
-                <option key={b} value={b}>
-                  {b}
-                </option>
-              ))}
-            </select>
-            <FieldError error={err} field="backup_name" id="restore-backup-error" />
-          </div>
+          <TextField
+            name="name"
+            id="restore-name"
+            label="New database name"
+            error={err}
+            input={{ required: true, maxLength: 19 }}
+            value={name}
+            onInput={setName}
+          />
+          <Field name="backup_name" id="restore-backup" label="Backup" error={err}>
+            {(a) => (
+              <select {...a} value={backup} onChange={(e) => setBackup(e.currentTarget.value)}>
+                {pitr ? <option value="">The newest completed backup</option> : <option value="">Choose a backup</option>}
+                {backups.map((b) => (
+                  <option key={b} value={b}>
+                    {b}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
           {pitr && (
-            <div class="field">
-              <label for="restore-time">Point in time (optional)</label>
-              <input
-                id="restore-time"
-                type="datetime-local"
-                step={1}
-                min={min}
-                max={max}
-                disabled={!window}
-                value={time}
-                aria-invalid={outside || fieldOf(err) === 'target_time'}
-                aria-describedby="restore-time-hint restore-time-error"
-                onInput={(e) => setTime(e.currentTarget.value)}
-              />
-              <span id="restore-time-hint" class="hint">
-                {window
+            <Field
+              name="target_time"
+              id="restore-time"
+              label="Point in time (optional)"
+              error={err}
+              problem={outside ? 'Outside the recovery window.' : undefined}
+              hint={
+                window
                   ? `Your local time, between ${when(window.earliest)} and ${when(window.latest)}. Empty: the end of the backup.`
-                  : 'Nothing is recoverable to a point in time yet: the window opens once a backup has completed.'}
-              </span>
-              {outside ? (
-                <span id="restore-time-error" class="field-error">
-                  Outside the recovery window.
-                </span>
-              ) : (
-                <FieldError error={err} field="target_time" id="restore-time-error" />
+                  : 'Nothing is recoverable to a point in time yet: the window opens once a backup has completed.'
+              }
+            >
+              {(a) => (
+                <input
+                  {...a}
+                  type="datetime-local"
+                  step={1}
+                  min={min}
+                  max={max}
+                  disabled={!window}
+                  value={time}
+                  onInput={(e) => setTime(e.currentTarget.value)}
+                />
               )}
-            </div>
+            </Field>
           )}
         </div>
         {!pitr && <p class="hint">MySQL restores a named backup: there is no point-in-time recovery.</p>}
-        {fieldOf(err) === undefined && <ErrorNote error={err} />}
+        <FormError error={err} fields={['name', 'backup_name', 'target_time']} />
         <div class="actions">
           <button type="submit" class="primary" disabled={restore.pending || (!pitr && !backup)}>
             {restore.pending ? 'Restoring…' : 'Restore'}

@@ -1,20 +1,19 @@
 // Provisioning a database: every field of the contract with its default shown, the mysql
 // rules stated before submit, and the API's 400 shown at the field it names. On 202 the
 // detail screen takes over and shows the progress until `running` (or `error`).
-import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { unwrap, type paths } from '../api.ts';
 import { useMutation } from '../data.ts';
 import { navigate } from '../router.ts';
 import { useSession } from '../session.ts';
-import { ErrorNote, FieldError, fieldOf } from '../ui.tsx';
+import { Field, FormError } from '../ui.tsx';
 
 type ProvisionBody = NonNullable<paths['/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/databases']['post']['requestBody']>['content']['application/json'];
-type Engine = NonNullable<ProvisionBody['engine']>;
-type InstanceType = NonNullable<ProvisionBody['instance_type']>;
+export type Engine = NonNullable<ProvisionBody['engine']>;
+export type InstanceType = NonNullable<ProvisionBody['instance_type']>;
 
 // The ladder of packages/kit/src/instance-types.ts (the console does not bundle kit).
-const INSTANCE_TYPES: [InstanceType, string][] = [
+export const INSTANCE_TYPES: [InstanceType, string][] = [
   ['svc.nano', '0.25 CPU, 256 MiB'],
   ['svc.micro', '0.5 CPU, 512 MiB'],
   ['svc.small', '1 CPU, 1 GiB'],
@@ -29,10 +28,12 @@ const DEFAULTS: Record<Engine, { instanceType: InstanceType; replicas: number }>
   mysql: { instanceType: 'svc.small', replicas: 1 },
 };
 const STORAGE_DEFAULT = 10;
-const NAME_MAX = 19;
+export const NAME_MAX = 19;
+/** The fields on the form: an error naming one of them shows there. */
+const FIELDS = ['name', 'engine', 'postgres_version', 'mysql_version', 'instance_type', 'storage_gb', 'replicas', 'external_access_enabled'];
 
 /** What the API would refuse, said before submit (the same words as its 400s). */
-function localProblems(engine: Engine, instanceType: InstanceType, replicas: number): Partial<Record<string, string>> {
+export function localProblems(engine: Engine, instanceType: InstanceType, replicas: number): Partial<Record<string, string>> {
   const problems: Partial<Record<string, string>> = {};
   if (engine === 'mysql' && instanceType === 'svc.nano')
     problems.instance_type = 'mysql databases need svc.small or larger; svc.nano is not available for mysql';
@@ -54,17 +55,6 @@ export function CreateDatabasePage() {
   );
   const problems = localProblems(engine, instanceType, Number(replicas));
   const err = create.error;
-  // A field's own message: the API's, else what the form already knows it would say.
-  const invalid = (field: string) => fieldOf(err) === field || problems[field] !== undefined;
-  const described = (field: string) => `${field}-hint ${field}-error`;
-  const note = (field: string) =>
-    problems[field] && fieldOf(err) !== field ? (
-      <span id={`${field}-error`} class="field-error">
-        {field}: {problems[field]}
-      </span>
-    ) : (
-      <FieldError error={err} field={field} id={`${field}-error`} />
-    );
 
   if (!canWrite) {
     return (
@@ -108,106 +98,74 @@ export function CreateDatabasePage() {
         }}
       >
         <div class="form-grid">
-          <div class="field">
-            <label for="db-name">Name</label>
-            <input
-              id="db-name"
-              required
-              maxLength={NAME_MAX}
-              value={name}
-              autoComplete="off"
-              aria-invalid={invalid('name')}
-              aria-describedby={described('name')}
-              onInput={(e) => setName(e.currentTarget.value)}
-            />
-            <span id="name-hint" class="hint">
-              Up to {NAME_MAX} lowercase letters, digits and hyphens; unique in the VPC.
-            </span>
-            {note('name')}
-          </div>
-          <div class="field">
-            <label for="db-engine">Engine</label>
-            <select id="db-engine" value={engine} aria-describedby={described('engine')} onChange={(e) => changeEngine(e.currentTarget.value as Engine)}>
-              <option value="postgresql">PostgreSQL (default)</option>
-              <option value="mysql">MySQL</option>
-            </select>
-            <span id="engine-hint" class="hint">
-              MySQL has its own rules, listed below when chosen.
-            </span>
-            {note('engine')}
-          </div>
-          <VersionField engine={engine} value={version} onInput={setVersion} invalid={invalid} described={described} note={note} />
-          <div class="field">
-            <label for="db-instance_type">Instance type</label>
-            <select
-              id="db-instance_type"
-              value={instanceType}
-              aria-invalid={invalid('instance_type')}
-              aria-describedby={described('instance_type')}
-              onChange={(e) => setInstanceType(e.currentTarget.value as InstanceType)}
-            >
-              {INSTANCE_TYPES.map(([type, size]) => (
-                <option key={type} value={type}>
-                  {type} — {size}
-                  {type === DEFAULTS[engine].instanceType ? ' (default)' : ''}
-                  {engine === 'mysql' && type === 'svc.nano' ? ' (not for MySQL)' : ''}
-                </option>
-              ))}
-            </select>
-            <span id="instance_type-hint" class="hint">
-              Default {DEFAULTS[engine].instanceType} for {engine === 'mysql' ? 'MySQL' : 'PostgreSQL'}.
-            </span>
-            {note('instance_type')}
-          </div>
-          <div class="field">
-            <label for="db-storage_gb">Storage (GB)</label>
-            <input
-              id="db-storage_gb"
-              type="number"
-              min={1}
-              max={1024}
-              step={1}
-              value={storage}
-              aria-invalid={invalid('storage_gb')}
-              aria-describedby={described('storage_gb')}
-              onInput={(e) => setStorage(e.currentTarget.value)}
-            />
-            <span id="storage_gb-hint" class="hint">
-              1 to 1024, default {STORAGE_DEFAULT}; it can grow later, never shrink.
-            </span>
-            {note('storage_gb')}
-          </div>
-          <div class="field">
-            <label for="db-replicas">Replicas</label>
-            <input
-              id="db-replicas"
-              type="number"
-              min={engine === 'mysql' ? 1 : 0}
-              step={engine === 'mysql' ? 2 : 1}
-              value={replicas}
-              aria-invalid={invalid('replicas')}
-              aria-describedby={described('replicas')}
-              onInput={(e) => setReplicas(e.currentTarget.value)}
-            />
-            <span id="replicas-hint" class="hint">
-              {engine === 'mysql'
+          <Field name="name" id="db-name" label="Name" error={err} hint={`Up to ${NAME_MAX} lowercase letters, digits and hyphens; unique in the VPC.`}>
+            {(a) => <input {...a} required maxLength={NAME_MAX} value={name} autoComplete="off" onInput={(e) => setName(e.currentTarget.value)} />}
+          </Field>
+          <Field name="engine" id="db-engine" label="Engine" error={err} hint="MySQL has its own rules, listed below when chosen.">
+            {(a) => (
+              <select {...a} value={engine} onChange={(e) => changeEngine(e.currentTarget.value as Engine)}>
+                <option value="postgresql">PostgreSQL (default)</option>
+                <option value="mysql">MySQL</option>
+              </select>
+            )}
+          </Field>
+          <VersionField engine={engine} value={version} onInput={setVersion} error={err} />
+          <Field
+            name="instance_type"
+            label="Instance type"
+            error={err}
+            problem={problems.instance_type}
+            hint={`Default ${DEFAULTS[engine].instanceType} for ${engine === 'mysql' ? 'MySQL' : 'PostgreSQL'}.`}
+          >
+            {(a) => (
+              <select {...a} value={instanceType} onChange={(e) => setInstanceType(e.currentTarget.value as InstanceType)}>
+                {INSTANCE_TYPES.map(([type, size]) => (
+                  <option key={type} value={type}>
+                    {type} — {size}
+                    {type === DEFAULTS[engine].instanceType ? ' (default)' : ''}
+                    {engine === 'mysql' && type === 'svc.nano' ? ' (not for MySQL)' : ''}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+          <Field name="storage_gb" label="Storage (GB)" error={err} hint={`1 to 1024, default ${STORAGE_DEFAULT}; it can grow later, never shrink.`}>
+            {(a) => <input {...a} type="number" min={1} max={1024} step={1} value={storage} onInput={(e) => setStorage(e.currentTarget.value)} />}
+          </Field>
+          <Field
+            name="replicas"
+            label="Replicas"
+            error={err}
+            problem={problems.replicas}
+            hint={
+              engine === 'mysql'
                 ? 'MySQL: instances in the set, the primary included; odd only (1, 3, 5). Default 1.'
-                : 'PostgreSQL: read replicas, 0 to the cluster’s maximum (5 on docker, 8 on kubernetes). Default 0.'}
-            </span>
-            {note('replicas')}
-          </div>
+                : 'PostgreSQL: read replicas, 0 to the cluster’s maximum (5 on docker, 8 on kubernetes). Default 0.'
+            }
+          >
+            {(a) => (
+              <input
+                {...a}
+                type="number"
+                min={engine === 'mysql' ? 1 : 0}
+                step={engine === 'mysql' ? 2 : 1}
+                value={replicas}
+                onInput={(e) => setReplicas(e.currentTarget.value)}
+              />
+            )}
+          </Field>
         </div>
-        <label class="check">
-          <input type="checkbox" checked={external} aria-describedby="external_access_enabled-hint" onChange={(e) => setExternal(e.currentTarget.checked)} />
-          External access (off by default)
-        </label>
-        <span id="external_access_enabled-hint" class="hint">
-          {' '}
-          Reachable from outside the platform; an IP allowlist can then restrict who connects.
-        </span>
-        <FieldError error={err} field="external_access_enabled" id="external_access_enabled-error" />
+        <Field
+          check
+          name="external_access_enabled"
+          label="External access (off by default)"
+          error={err}
+          hint="Reachable from outside the platform; an IP allowlist can then restrict who connects."
+        >
+          {(a) => <input {...a} type="checkbox" checked={external} onChange={(e) => setExternal(e.currentTarget.checked)} />}
+        </Field>
         {engine === 'mysql' && <MysqlRules />}
-        {fieldOf(err) === undefined && <ErrorNote error={err} />}
+        <FormError error={err} fields={FIELDS} />
         <div class="actions">
           <button type="submit" class="primary" disabled={create.pending}>
             {create.pending ? 'Creating…' : 'Create database'}
@@ -218,34 +176,22 @@ export function CreateDatabasePage() {
   );
 }
 
-function VersionField(props: {
-  engine: Engine;
-  value: string;
-  onInput: (v: string) => void;
-  invalid: (field: string) => boolean;
-  described: (field: string) => string;
-  note: (field: string) => ComponentChildren;
-}) {
+function VersionField(props: { engine: Engine; value: string; onInput: (v: string) => void; error: unknown }) {
   const field = props.engine === 'postgresql' ? 'postgres_version' : 'mysql_version';
   return (
-    <div class="field">
-      <label for={`db-${field}`}>{props.engine === 'postgresql' ? 'PostgreSQL version' : 'MySQL version'}</label>
-      <input
-        id={`db-${field}`}
-        value={props.value}
-        maxLength={20}
-        placeholder="the cluster’s default"
-        aria-invalid={props.invalid(field)}
-        aria-describedby={props.described(field)}
-        onInput={(e) => props.onInput(e.currentTarget.value)}
-      />
-      <span id={`${field}-hint`} class="hint">
-        {props.engine === 'postgresql'
+    <Field
+      name={field}
+      id={`db-${field}`}
+      label={props.engine === 'postgresql' ? 'PostgreSQL version' : 'MySQL version'}
+      error={props.error}
+      hint={
+        props.engine === 'postgresql'
           ? 'Empty: the cluster’s default (docker: 15; kubernetes: 13–17, default 16).'
-          : 'Empty: the cluster’s default (docker: MariaDB 10.11; kubernetes: 8.0 or 8.4, default 8.4).'}
-      </span>
-      {props.note(field)}
-    </div>
+          : 'Empty: the cluster’s default (docker: MariaDB 10.11; kubernetes: 8.0 or 8.4, default 8.4).'
+      }
+    >
+      {(a) => <input {...a} value={props.value} maxLength={20} placeholder="the cluster’s default" onInput={(e) => props.onInput(e.currentTarget.value)} />}
+    </Field>
   );
 }
 

@@ -4,7 +4,7 @@ import { useState } from 'preact/hooks';
 import { unwrap } from '../api.ts';
 import { useMutation, useQuery } from '../data.ts';
 import { useSession } from '../session.ts';
-import { ErrorNote, FieldError, fieldOf, TextField } from '../ui.tsx';
+import { Field, FormError, TextField } from '../ui.tsx';
 import type { DatabaseTabProps } from './databases.tsx';
 
 export function DatabaseSettings(props: DatabaseTabProps) {
@@ -35,37 +35,28 @@ function Replicas({ db, path }: DatabaseTabProps) {
           if (!even) await change.run(Number(count));
         }}
       >
-        <div class="field">
-          <label for="replica-count">Replica count</label>
-          <input
-            id="replica-count"
-            type="number"
-            min={mysql ? 1 : 0}
-            step={mysql ? 2 : 1}
-            value={count}
-            aria-invalid={even || fieldOf(err) === 'replicas'}
-            aria-describedby="replica-count-hint replica-count-error"
-            onInput={(e) => setCount(e.currentTarget.value)}
-          />
-          <span id="replica-count-hint" class="hint">
-            {mysql
-              ? 'MySQL: instances in the set, the primary included; odd only (1, 3, 5).'
-              : 'PostgreSQL: read replicas serving read_only_host, 0 to the cluster’s maximum. Each is metered as an instance of the plan.'}{' '}
-            Now {db.replicas}.
-          </span>
-          {even ? (
-            <span id="replica-count-error" class="field-error">
-              replicas: must be an odd number (1, 3, 5, ...) for mysql
-            </span>
-          ) : (
-            <FieldError error={err} field="replicas" id="replica-count-error" />
-          )}
-        </div>
+        <Field
+          name="replicas"
+          id="replica-count"
+          label="Replica count"
+          error={err}
+          problem={even ? 'must be an odd number (1, 3, 5, ...) for mysql' : undefined}
+          hint={
+            <>
+              {mysql
+                ? 'MySQL: instances in the set, the primary included; odd only (1, 3, 5).'
+                : 'PostgreSQL: read replicas serving read_only_host, 0 to the cluster’s maximum. Each is metered as an instance of the plan.'}{' '}
+              Now {db.replicas}.
+            </>
+          }
+        >
+          {(a) => <input {...a} type="number" min={mysql ? 1 : 0} step={mysql ? 2 : 1} value={count} onInput={(e) => setCount(e.currentTarget.value)} />}
+        </Field>
         <button type="submit" class="primary" disabled={change.pending || Number(count) === db.replicas}>
           {change.pending ? 'Applying…' : 'Apply'}
         </button>
       </form>
-      {fieldOf(err) === undefined && <ErrorNote error={err} />}
+      <FormError error={err} fields={['replicas']} />
     </div>
   );
 }
@@ -102,30 +93,24 @@ function Fork({ db, path }: DatabaseTabProps) {
           }
         }}
       >
-        <TextField id="fork-name" label="Fork name" field="name" error={err} required maxLength={19} value={name} onInput={setName} />
-        <div class="field">
-          <label for="fork-vpc">Into VPC</label>
-          <select
-            id="fork-vpc"
-            value={target}
-            aria-invalid={fieldOf(err) === 'target_vpc_id'}
-            aria-describedby={fieldOf(err) === 'target_vpc_id' ? 'fork-vpc-error' : undefined}
-            onChange={(e) => setTarget(e.currentTarget.value)}
-          >
-            {(vpcs.data?.items ?? [{ id: path.vpcID, name: 'this VPC' }]).map((v) => (
-              <option key={v.id} value={v.id}>
-                {v.name}
-                {v.id === path.vpcID ? ' (this VPC)' : ''}
-              </option>
-            ))}
-          </select>
-          <FieldError error={err} field="target_vpc_id" id="fork-vpc-error" />
-        </div>
+        <TextField name="name" id="fork-name" label="Fork name" error={err} input={{ required: true, maxLength: 19 }} value={name} onInput={setName} />
+        <Field name="target_vpc_id" id="fork-vpc" label="Into VPC" error={err}>
+          {(a) => (
+            <select {...a} value={target} onChange={(e) => setTarget(e.currentTarget.value)}>
+              {(vpcs.data?.items ?? [{ id: path.vpcID, name: 'this VPC' }]).map((v) => (
+                <option key={v.id} value={v.id}>
+                  {v.name}
+                  {v.id === path.vpcID ? ' (this VPC)' : ''}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
         <button type="submit" class="primary" disabled={fork.pending}>
           {fork.pending ? 'Forking…' : 'Fork'}
         </button>
       </form>
-      {fieldOf(err) === undefined && <ErrorNote error={err} />}
+      <FormError error={err} fields={['name', 'target_vpc_id']} />
       {made && (
         <p class="note" role="status">
           {made.vpc === path.vpcID ? (

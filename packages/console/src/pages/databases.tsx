@@ -10,6 +10,7 @@ import { SchemaBrowser } from './database-schema.tsx';
 import { SlowQueries } from './database-slow-queries.tsx';
 import { Backups } from './database-backups.tsx';
 import { Allowlist } from './database-allowlist.tsx';
+import { EditDatabase } from './database-edit.tsx';
 import { DatabaseSettings } from './database-settings.tsx';
 
 const DATABASES_POLL_MS = 5000;
@@ -98,6 +99,7 @@ const TABS: { slug: string; label: string; admin: boolean; render: (p: DatabaseT
   { slug: 'backups', label: 'Backups', admin: false, render: (p) => <Backups {...p} /> },
   { slug: 'allowlist', label: 'IP allowlist', admin: false, render: (p) => <Allowlist {...p} /> },
   { slug: 'settings', label: 'Replicas and fork', admin: true, render: (p) => <DatabaseSettings {...p} /> },
+  { slug: 'edit', label: 'Edit', admin: true, render: (p) => <EditDatabase {...p} /> },
 ];
 
 // Faster while it is being made: the person is watching it come up.

@@ -6,7 +6,7 @@ import { unwrap, type paths } from '../api.ts';
 import { readEvents } from '../event-stream.ts';
 import { invalidate, useMutation, useQuery } from '../data.ts';
 import { useSession } from '../session.ts';
-import { ErrorNote, Field, fieldOf, ListTable, StatusBadge, when } from '../ui.tsx';
+import { ErrorNote, Field, FormError, ListTable, StatusBadge, when } from '../ui.tsx';
 import { SERVICE, type SectionProps, type ServicePath } from './service-types.ts';
 
 const BUILDS = `${SERVICE}/builds` as const;
@@ -204,7 +204,7 @@ function NewBuild({ path, onQueued }: { path: ServicePath; onQueued: (id: string
       <label class="check">
         <input type="checkbox" checked={f.deploy} onChange={(e) => setF({ ...f, deploy: e.currentTarget.checked })} /> Deploy the image once built
       </label>
-      <ErrorNote error={['repo_url', 'ref', 'dockerfile_path', 'context_dir'].includes(fieldOf(m.error) ?? '') ? undefined : m.error} />
+      <FormError error={m.error} fields={['repo_url', 'ref', 'dockerfile_path', 'context_dir']} />
       <button type="submit" class="primary" disabled={m.pending}>
         {m.pending ? 'Starting…' : 'Start build'}
       </button>

@@ -6,7 +6,7 @@ import { useState } from 'preact/hooks';
 import { unwrap, type paths } from '../api.ts';
 import { useMutation, useQuery } from '../data.ts';
 import { useSession } from '../session.ts';
-import { CopyButton, ErrorNote, Field, fieldOf, Loading, StatusBadge, useConfirmedRemoval, when } from '../ui.tsx';
+import { CopyButton, ErrorNote, Field, FormError, Loading, StatusBadge, useConfirmedRemoval, when } from '../ui.tsx';
 import { SERVICE, type SectionProps } from './service-types.ts';
 
 type Domain = paths[`${typeof SERVICE}/domains`]['get']['responses'][200]['content']['application/json']['items'][number];
@@ -56,7 +56,7 @@ export function DomainsSection({ service, path }: SectionProps) {
             </button>
           </form>
         ))}
-      <ErrorNote error={fieldOf(attach.error) === 'hostname' ? undefined : attach.error} />
+      <FormError error={attach.error} fields={['hostname']} />
       {remove.dialog}
     </div>
   );

@@ -4,7 +4,7 @@
 import { useState } from 'preact/hooks';
 import { unwrap } from '../api.ts';
 import { useSession } from '../session.ts';
-import { ErrorNote, Field, fieldOf } from '../ui.tsx';
+import { Field, FormError } from '../ui.tsx';
 import { SERVICE, type SectionProps } from './service-types.ts';
 import type { LogLine } from './service-logs.tsx';
 
@@ -72,7 +72,7 @@ export function LogHistorySection({ path }: SectionProps) {
           {pending ? 'Searching…' : 'Search logs'}
         </button>
       </form>
-      <ErrorNote error={['start', 'end', 'q'].includes(fieldOf(error) ?? '') ? undefined : error} />
+      <FormError error={error} fields={['start', 'end', 'q']} />
       {lines !== null && (
         <>
           <p class="muted" role="status">

@@ -1,5 +1,5 @@
-import { useEffect, useState } from 'preact/hooks';
-import { unwrap, type paths } from '../api.ts';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { LogResume, unwrap, type paths } from '../api.ts';
 import { readEvents } from '../event-stream.ts';
 import { useSession } from '../session.ts';
 import { ErrorNote } from '../ui.tsx';
@@ -13,8 +13,10 @@ const KEPT_LINES = 1000;
 
 /**
  * The service's logs, followed live over the API's event stream (`?follow=true`: the
- * recent lines, then each new one as it is printed). Pausing keeps what is on screen; a
- * stream that ends (an instance restarting) is opened again after a moment.
+ * recent lines, then each new one as it is printed). Pausing keeps what is on screen. When
+ * the stream ends — at once when the API says `reconnect` (an instance draining), else
+ * after a moment — the follow starts again from the newest line shown (`since`), and the
+ * lines of that instant already on screen are not added twice (`LogResume`, as the CLI).
  */
 export function LogsSection({ path }: SectionProps) {
   const { client } = useSession();
@@ -22,29 +24,35 @@ export function LogsSection({ path }: SectionProps) {
   const [lines, setLines] = useState<LogLine[]>([]);
   const [state, setState] = useState<'connecting' | 'live' | 'paused' | 'reconnecting'>('connecting');
   const [error, setError] = useState<unknown>(undefined);
+  // Kept across pauses and reconnections: what is on screen for this service.
+  const shown = useRef({ serviceID: path.serviceID, resume: new LogResume() });
+  if (shown.current.serviceID !== path.serviceID) shown.current = { serviceID: path.serviceID, resume: new LogResume() };
 
   useEffect(() => {
     if (!follow) {
       setState('paused');
       return;
     }
+    const { resume } = shown.current;
     const stop = new AbortController();
     let retry: ReturnType<typeof setTimeout> | undefined;
     const open = async () => {
+      let drained = false;
       try {
         const body = await unwrap(
           client.GET('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/services/{serviceID}/logs', {
-            params: { path, query: { follow: 'true', limit: 200 } },
+            params: { path, query: { follow: 'true', limit: 200, since: resume.since } },
             parseAs: 'stream',
             signal: stop.signal,
           }),
         );
         setError(undefined);
-        setLines([]); // the stream starts with the recent lines again
         setState('live');
         for await (const e of readEvents(body as ReadableStream<Uint8Array>)) {
+          if (e.event === 'reconnect') drained = true;
           if (e.event !== 'line') continue;
           const line = JSON.parse(e.data) as LogLine;
+          if (!resume.fresh(line)) continue;
           setLines((old) => (old.length >= KEPT_LINES ? [...old.slice(old.length - KEPT_LINES + 1), line] : [...old, line]));
         }
       } catch (err) {
@@ -53,7 +61,9 @@ export function LogsSection({ path }: SectionProps) {
       }
       if (stop.signal.aborted) return;
       setState('reconnecting');
-      retry = setTimeout(() => void open(), 2000);
+      // After a drain another instance takes the stream now (the SDK's retries wait for
+      // one); a stream that ended otherwise is opened again after a moment.
+      retry = setTimeout(() => void open(), drained ? 0 : 2000);
     };
     setState('connecting');
     void open();

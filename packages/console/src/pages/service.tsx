@@ -2,6 +2,7 @@
 // section lives in its own file (service-*.tsx) and gets the same props; the page is the
 // list below, so a section is added by one line.
 import type { FunctionComponent } from 'preact';
+import { useState } from 'preact/hooks';
 import { unwrap } from '../api.ts';
 import { useQuery } from '../data.ts';
 import { useSession } from '../session.ts';
@@ -19,6 +20,7 @@ import { ShellSection } from './service-shell.tsx';
 import { LogsSection } from './service-logs.tsx';
 import { LogHistorySection } from './service-log-history.tsx';
 import { ServiceMetrics } from './service-metrics.tsx';
+import { DeleteService } from './service-delete.tsx';
 
 interface Section {
   component: FunctionComponent<SectionProps>;
@@ -45,12 +47,26 @@ export function ServicePage({ id }: { id: string }) {
   const path = { workspaceID: workspaceId, vpcID: vpcId, serviceID: id };
   const service = useQuery(`service:${workspaceId}:${vpcId}:${id}`, () => unwrap(client.GET(SERVICE, { params: { path } })), SERVICES_POLL_MS);
   const s = service.data;
+  // Deleted from this page: its sections go at once, before the next read says `deleting`.
+  const [leaving, setLeaving] = useState(false);
   return (
     <section aria-labelledby="service-title">
       <p>
         <a href="/services">← Services</a>
       </p>
-      <h1 id="service-title">{s?.name ?? 'Service'}</h1>
+      <div class="panel-head">
+        <h1 id="service-title">{s?.name ?? 'Service'}</h1>
+        {s && canWrite && (
+          <div class="actions">
+            {s.status !== 'deleting' && (
+              <a class="button" href={`/services/${encodeURIComponent(id)}/edit`} aria-label={`Edit service ${s.name}`}>
+                Edit
+              </a>
+            )}
+            <DeleteService service={s} path={path} onDeleting={() => setLeaving(true)} />
+          </div>
+        )}
+      </div>
       <ErrorNote error={service.error} />
       {!s ? (
         service.loading && <Loading what="the service" />
@@ -83,9 +99,10 @@ export function ServicePage({ id }: { id: string }) {
               ready. This follows the service until it is {s.status === 'deleting' ? 'deleted' : 'running'}.
             </p>
           )}
-          {SECTIONS.filter((x) => canWrite || !x.writes).map(({ component: C }, i) => (
-            <C key={i} service={s} path={path} />
-          ))}
+          {/* A service being torn down has nothing left to show or do (and its sections' reads would fail). */}
+          {!leaving &&
+            s.status !== 'deleting' &&
+            SECTIONS.filter((x) => canWrite || !x.writes).map(({ component: C }, i) => <C key={i} service={s} path={path} />)}
         </>
       )}
     </section>
