@@ -406,8 +406,8 @@ describe('the console: service screens in chromium', () => {
     await page.locator('tr[data-service="console-shop"]').getByRole('link').click();
     await page.getByRole('heading', { name: 'console-shop' }).waitFor();
     await page.getByRole('heading', { name: 'Environment' }).waitFor();
-    await page.locator('.env-list').waitFor();
-    expect(await page.locator('.env-list').textContent()).toContain('from secret console-svc-secret, key DB_PASSWORD');
+    // The secret's name replaces its id once the secrets list has loaded too.
+    await page.locator('.env-list', { hasText: 'from secret console-svc-secret, key DB_PASSWORD' }).waitFor();
     expect(
       await page
         .getByRole('button', {
