@@ -249,7 +249,7 @@ function statusOf(err: unknown): number | undefined {
  * readiness probe. A pod's spec and managed fields stay out (a kept pod costs well under
  * 1 KB instead of several).
  */
-export function slimPod(raw: RawObject): V1Pod {
+export function slimPod(raw: RawObject, keepLabels?: readonly string[]): V1Pod {
   // The wire JSON has the model's field names (times are strings, which every reader passes to `new Date`).
   const pod = raw as V1Pod;
   const meta = pod.metadata ?? {};
@@ -260,7 +260,7 @@ export function slimPod(raw: RawObject): V1Pod {
       name: meta.name,
       namespace: meta.namespace,
       uid: meta.uid,
-      labels: meta.labels,
+      labels: keptLabels(meta.labels, keepLabels),
       creationTimestamp: meta.creationTimestamp,
       deletionTimestamp: meta.deletionTimestamp,
     },
@@ -276,8 +276,22 @@ export function slimPod(raw: RawObject): V1Pod {
   } as V1Pod;
 }
 
-/** Only an object's names and labels: enough to say which database or service has one. */
-export function slimLabels(raw: RawObject): { metadata: { name?: string; namespace?: string; uid?: string; labels?: Record<string, string> } } {
+/** Only an object's names and labels (those named, when given): enough to say which database or service has one. */
+export function slimLabels(
+  raw: RawObject,
+  keepLabels?: readonly string[],
+): { metadata: { name?: string; namespace?: string; uid?: string; labels?: Record<string, string> } } {
   const meta = (raw.metadata ?? {}) as { name?: string; namespace?: string; uid?: string; labels?: Record<string, string> };
-  return { metadata: { name: meta.name, namespace: meta.namespace, uid: meta.uid, labels: meta.labels } };
+  return { metadata: { name: meta.name, namespace: meta.namespace, uid: meta.uid, labels: keptLabels(meta.labels, keepLabels) } };
+}
+
+/**
+ * The labels a reader uses, when it names them: the selector's own, the workspace's and VPC's
+ * ids and Kubernetes' pod-template-hash are most of a pod's labels and read by nobody here.
+ */
+function keptLabels(labels: Record<string, string> | undefined, keep: readonly string[] | undefined): Record<string, string> | undefined {
+  if (!labels || !keep) return labels;
+  const kept: Record<string, string> = {};
+  for (const k of keep) if (labels[k] !== undefined) kept[k] = labels[k];
+  return kept;
 }

@@ -57,6 +57,8 @@ describe('the pod watch', () => {
       const kept = cluster.pods!.items(vpcNamespace(scope.vpcId))!;
       expect(kept).toHaveLength(2);
       expect(JSON.stringify(kept)).not.toContain(image);
+      // Of the labels, only those a status or the sweep reads.
+      expect(Object.keys(kept[0]!.metadata!.labels!).sort()).toEqual(['app.kubernetes.io/name', 'pier.dev/deployment', 'pier.dev/role', 'pier.dev/service']);
 
       await until(
         async () => cluster.pods!.items(vpcNamespace(other.vpcId)),

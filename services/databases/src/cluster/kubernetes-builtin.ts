@@ -81,6 +81,9 @@ function succeeded(result: ExecResult, what: string): ExecResult {
   throw new UnavailableError(`${what} failed: ${said || `exit ${result.exitCode}`}`, 'cluster_unavailable');
 }
 
+/** The labels observe (kubernetes-builtin-observe.ts) reads of a pod; the others are not kept in the watched copy. */
+const OBSERVED_POD_LABELS = [LABELS.database, LABELS.role, 'apps.kubernetes.io/pod-index'];
+
 export class BuiltinKubernetesCluster extends KubernetesObjects implements DatabaseCluster {
   readonly capabilities: ClusterCapabilities = { adapter: 'kubernetes', engines: BUILTIN_ENGINES, enforcesStorage: true };
   private readonly settings: BuiltinSettings;
@@ -102,10 +105,17 @@ export class BuiltinKubernetesCluster extends KubernetesObjects implements Datab
           kind: 'StatefulSet',
           path: '/apis/apps/v1/statefulsets',
           labelSelector: SELECTOR,
-          slim: slimLabels,
+          slim: (raw) => slimLabels(raw, [LABELS.database]),
           log,
         }),
-        pods: new WatchCache(kc, { apiVersion: 'v1', kind: 'Pod', path: '/api/v1/pods', labelSelector: SELECTOR, slim: slimPod, log }),
+        pods: new WatchCache(kc, {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          path: '/api/v1/pods',
+          labelSelector: SELECTOR,
+          slim: (raw) => slimPod(raw, OBSERVED_POD_LABELS),
+          log,
+        }),
       };
       this.watched.sets.start();
       this.watched.pods.start();
