@@ -3,9 +3,7 @@
 // falling back to live reads when the API server goes; then compute itself, whose reconciler
 // records a crash nobody reads within a pass, with the sweep an hour away.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import path from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { createLogger, vpcNamespace, UnavailableError } from '@pier/kit';
@@ -23,10 +21,8 @@ beforeAll(async () => {
   kubeconfig = await fake.writeKubeconfig();
 });
 
-afterAll(async () => {
-  await fake?.stop();
-  if (kubeconfig) await rm(path.dirname(kubeconfig), { recursive: true, force: true });
-});
+// stop() also removes the kubeconfig files written while it ran.
+afterAll(() => fake?.stop());
 
 /** GETs of pod lists, cluster-wide or of a namespace (not watches). */
 const podLists = () => fake.requests.filter((r) => r.method === 'GET' && /\/pods$/.test(r.path) && !r.query.includes('watch=true'));
@@ -87,7 +83,6 @@ describe('the pod watch', () => {
     } finally {
       await cluster.stop();
       await own.stop();
-      await rm(path.dirname(file), { recursive: true, force: true });
     }
   });
 
@@ -106,7 +101,6 @@ describe('the pod watch', () => {
     } finally {
       await cluster.stop();
       await plain.stop();
-      await rm(path.dirname(file), { recursive: true, force: true });
     }
   });
 });

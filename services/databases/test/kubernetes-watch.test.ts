@@ -3,8 +3,6 @@
 // with no list, the copies following a change, and live lists once the API server is gone.
 // The same adapter runs through the watch on the real cluster in kubernetes-real-builtin.test.ts.
 import { randomUUID } from 'node:crypto';
-import path from 'node:path';
-import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger, UnavailableError, vpcNamespace } from '@pier/kit';
 import { kubeConfigFrom } from '@pier/kit/kubernetes';
@@ -21,10 +19,8 @@ beforeAll(async () => {
   kubeconfig = await fake.writeKubeconfig();
 });
 
-afterAll(async () => {
-  await fake?.stop();
-  if (kubeconfig) await rm(path.dirname(kubeconfig), { recursive: true, force: true });
-});
+// stop() also removes the kubeconfig files written while it ran.
+afterAll(() => fake?.stop());
 
 const labels = (id: string, role?: string) => ({
   [LABELS.managedBy]: 'pier',
