@@ -58,6 +58,8 @@ COREDNS_READY_PORT=10342
 INGRESS_HTTP_PORT=${PIER_KUBE_INGRESS_HTTP_PORT:-80}
 INGRESS_HTTPS_PORT=${PIER_KUBE_INGRESS_HTTPS_PORT:-10443}
 INGRESS_PING_PORT=10340
+# Traefik's Prometheus metrics, on the node's address: compute reads its requests there (pods too).
+INGRESS_METRICS_PORT=10341
 DNS_IP=10.96.0.10
 NODE_NAME=pier-kube-node
 POD_CIDR=10.88.0.0/16
@@ -526,7 +528,9 @@ YAML
 # apps domain ($APPS_DOMAIN), signed by a CA made here ($STATE_DIR/apps-ca.pem): compute's
 # uptime checks trust it (PIER_EDGE_CA_FILE), as a real installation's ingress controller
 # serves its apps domain's wildcard. $STATE_DIR/ingress holds the HTTPS address, as `env`
-# prints it (PIER_KUBE_INGRESS_ADDR).
+# prints it (PIER_KUBE_INGRESS_ADDR). Its Prometheus metrics, per router, with latency buckets
+# on Pier's own bounds (every third: 1.73 times apart), are served on the node's address
+# ($STATE_DIR/ingress-metrics, PIER_COMPUTE_INGRESS_METRICS_URLS): service metrics' requests.
 start_ingress() {
   local ip=$1 bin=$2 addons=$3 t d="$STATE_DIR/traefik"
   t=$(now)
@@ -548,7 +552,14 @@ entryPoints:
   web: {address: "$ip:$INGRESS_HTTP_PORT"}
   websecure: {address: ":$INGRESS_HTTPS_PORT", http: {tls: {}}}
   ping: {address: "127.0.0.1:$INGRESS_PING_PORT"}
+  metrics: {address: "$ip:$INGRESS_METRICS_PORT"}
 ping: {entryPoint: ping}
+metrics:
+  prometheus:
+    entryPoint: metrics
+    addRoutersLabels: true
+    addServicesLabels: false
+    buckets: [0.0005, 0.000864, 0.00149299, 0.00257989, 0.00445805, 0.00770351, 0.0133117, 0.0230026, 0.0397484, 0.0686853, 0.118688, 0.205093, 0.354401, 0.612405, 1.05824, 1.82863, 3.15987, 5.46026, 9.43533, 16.3043]
 providers:
   kubernetesIngress: {}
   file: {filename: "$d/certificates.yaml"}
@@ -565,6 +576,7 @@ YAML
   KUBECONFIG=$STATE_DIR/kubeconfig launch traefik nice -n 5 "$addons/traefik" --configFile="$d/traefik.yaml"
   wait_for traefik 60 curl -sf "http://127.0.0.1:$INGRESS_PING_PORT/ping"
   echo "$ip:$INGRESS_HTTPS_PORT" >"$STATE_DIR/ingress"
+  echo "http://$ip:$INGRESS_METRICS_PORT/metrics" >"$STATE_DIR/ingress-metrics"
   log "Traefik ready: Ingresses served at http://$ip:$INGRESS_HTTP_PORT and https://$ip:$INGRESS_HTTPS_PORT ($(since "$t")s)"
 }
 
@@ -878,6 +890,8 @@ cmd_env() {
     echo "export PIER_EDGE_ADDRESSES=${addr%:*}"
     echo "export PIER_EDGE_HTTPS_PORT=${addr##*:}"
     echo "export PIER_EDGE_CA_FILE=$STATE_DIR/apps-ca.pem"
+    # Service metrics' requests: what Traefik counted per router.
+    [[ ! -f $STATE_DIR/ingress-metrics ]] || echo "export PIER_COMPUTE_INGRESS_METRICS_URLS=$(cat "$STATE_DIR/ingress-metrics")"
   fi
   if [[ -f $STATE_DIR/dns ]]; then
     # Custom domains: verified against the cluster's DNS server, certified by cert-manager

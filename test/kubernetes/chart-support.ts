@@ -52,9 +52,13 @@ export async function chartBench(prefix: string): Promise<ChartBench> {
     }
   };
   const keysFile = path.join(work, 'keys.yaml');
-  // The keys (JSON, which YAML reads), and compute's apps domain: the one the test cluster's
-  // Traefik has a certificate for.
-  const values = { ...(JSON.parse(await chartKeysValues()) as Record<string, unknown>), extraEnv: { PIER_APPS_DOMAIN: k.appsDomain } };
+  // The keys (JSON, which YAML reads), compute's apps domain (the one the test cluster's
+  // Traefik has a certificate for) and where Traefik's metrics are read.
+  const values = {
+    ...(JSON.parse(await chartKeysValues()) as Record<string, unknown>),
+    extraEnv: { PIER_APPS_DOMAIN: k.appsDomain },
+    compute: { ingressMetricsUrls: k.ingressMetricsUrl() },
+  };
   await writeFile(keysFile, JSON.stringify(values, null, 2), { mode: 0o600 });
   const ns = `${prefix}-${Date.now().toString(36)}`;
   await tool('kubectl', ['create', 'namespace', ns]);

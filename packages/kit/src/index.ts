@@ -41,3 +41,4 @@ export * from './backup-store.ts';
 export * from './idempotency.ts';
 export * from './installation.ts';
 export * from './auth-epoch.ts';
+export * from './prometheus-text.ts';

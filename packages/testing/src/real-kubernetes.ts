@@ -42,6 +42,8 @@ export interface RealKubernetes {
   appsCaFile: string;
   /** The ingress controller's HTTPS address (`host:port`, PIER_KUBE_INGRESS_ADDR of `cluster.sh env`); throws when it does not run. */
   ingressAddress(): { host: string; port: number };
+  /** The ingress controller's Prometheus metrics (PIER_COMPUTE_INGRESS_METRICS_URLS of `cluster.sh env`); throws when it does not serve them. */
+  ingressMetricsUrl(): string;
   /** A client's GET of `urlPath` (`/`): to the ingress controller over HTTPS, for `host` (SNI and Host); its certificate is not checked. */
   viaIngress(
     host: string,
@@ -202,6 +204,12 @@ export function realKubernetes(): RealKubernetes {
         throw new Error(`this test needs the cluster's ingress controller, and none runs (no ${file}): ${nodeMissing ?? 'see cluster.sh logs'}`);
       const [host, port] = readFileSync(file, 'utf8').trim().split(':');
       return { host: host!, port: Number(port) };
+    },
+    ingressMetricsUrl() {
+      const file = path.join(path.dirname(kubeconfig), 'ingress-metrics');
+      if (!existsSync(file))
+        throw new Error(`this test needs the ingress controller's metrics, and none are served (no ${file}): ${nodeMissing ?? 'see cluster.sh logs'}`);
+      return readFileSync(file, 'utf8').trim();
     },
     registry() {
       const file = path.join(path.dirname(kubeconfig), 'registry');

@@ -4,8 +4,8 @@ import path from 'node:path';
 import { serviceEnv, port, loadConfig } from '@pier/kit';
 import { checkDiskBackupEnv, diskBackupEnv } from './disk-backup-config.ts';
 
-/** A comma-separated list (empty by default), each item matching `item` when given. */
-const list = (name: string, item?: RegExp) =>
+/** A comma-separated list (empty by default), each item matching `item` (`what` says what it is) when given. */
+const list = (name: string, item?: RegExp, what = 'ip or ip:port') =>
   z
     .string()
     .default('')
@@ -15,7 +15,7 @@ const list = (name: string, item?: RegExp) =>
         .map((x) => x.trim())
         .filter(Boolean),
     )
-    .refine((items) => !item || items.every((x) => item.test(x)), `${name} must be a comma-separated list of ip or ip:port`);
+    .refine((items) => !item || items.every((x) => item.test(x)), `${name} must be a comma-separated list of ${what}`);
 
 export const computeEnv = serviceEnv
   .extend({
@@ -71,6 +71,20 @@ export const computeEnv = serviceEnv
       .min(200, 'PIER_COMPUTE_METRICS_FLUSH_MS must be 200 to 60000 ms')
       .max(60_000, 'PIER_COMPUTE_METRICS_FLUSH_MS must be 200 to 60000 ms')
       .default(15_000),
+    /**
+     * kubernetes: Traefik's Prometheus endpoints (comma-separated http(s) URLs), where service
+     * metrics read the requests the ingress controller answers; each address a URL's host
+     * resolves to is read as one Traefik (a headless Service names every replica). Traefik
+     * needs `metrics.prometheus.addRoutersLabels: true`. Empty: requests are not counted.
+     */
+    PIER_COMPUTE_INGRESS_METRICS_URLS: list('PIER_COMPUTE_INGRESS_METRICS_URLS', /^https?:\/\/[^/\s]+(\/\S*)?$/, 'http(s) URLs'),
+    /** How often Traefik's metrics are read (the time a request is counted at is within this of when it was answered). */
+    PIER_COMPUTE_INGRESS_METRICS_INTERVAL_MS: z.coerce
+      .number()
+      .int()
+      .min(500, 'PIER_COMPUTE_INGRESS_METRICS_INTERVAL_MS must be 500 to 60000 ms')
+      .max(60_000, 'PIER_COMPUTE_INGRESS_METRICS_INTERVAL_MS must be 500 to 60000 ms')
+      .default(10_000),
     /** Longest silence on a followed log stream before a keep-alive comment (at most 15 s). */
     PIER_COMPUTE_SSE_KEEPALIVE_MS: z.coerce.number().int().min(10).max(15_000, 'PIER_COMPUTE_SSE_KEEPALIVE_MS must be 10 to 15000 ms').default(15_000),
     /** A shell (exec) with no input and no output for this long is ended. */

@@ -108,7 +108,7 @@ export function start(config: ComputeConfig, options: StartOptions = {}): Promis
         edge,
         uptime: createUptime(config, db, publicUrlTarget(edge)),
         disks: createDiskBackups(config, db, logger, locks),
-        metrics: createMetrics(config, db),
+        metrics: createMetrics(config, db, logger),
         elastic: null,
         log: logger,
         locks,

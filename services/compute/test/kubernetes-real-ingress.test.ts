@@ -4,7 +4,8 @@
 // host; a deleted service's host is no longer routed. Uptime checks go the same way, over
 // HTTPS with the apps domain's certificate (Traefik's default, from the cluster's own CA). A
 // service's disk is a real volume of the default StorageClass (local-path-provisioner): what
-// it wrote is there after a restart and after a rolling deploy.
+// it wrote is there after a restart and after a rolling deploy. The requests Traefik answers
+// for a service are counted in its metrics, read from Traefik's own metrics per router.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { vpcNamespace } from '@pier/kit';
 import { realKubernetes, type RealKubernetes } from '@pier/testing';
@@ -25,6 +26,8 @@ beforeAll(async () => {
     ...onRealCluster(k),
     PIER_UPTIME_MIN_INTERVAL_SECONDS: '1',
     PIER_UPTIME_TICK_MS: '200',
+    PIER_COMPUTE_INGRESS_METRICS_INTERVAL_MS: '500',
+    PIER_COMPUTE_METRICS_FLUSH_MS: '500',
   });
   ns = vpcNamespace(c.vpcId);
 }, 60_000);
@@ -84,6 +87,46 @@ describe('a web service on a real cluster, through its ingress controller', () =
     );
     expect(down.last_status_code).toBe(404);
     expect(down.incidents[0]).toMatchObject({ ended_at: null });
+    expect((await c.request('DELETE', `${c.base}/${res.body.id}`)).status).toBe(202);
+  }, 240_000);
+
+  it('counts the requests Traefik answers for it in its metrics, by status class, with their latency', async () => {
+    const res = await c.post(c.base, { name: 'counted', image: TINY_HTTP, port: 8080 });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const host = new URL(res.body.url).hostname;
+    const metrics = `${c.base}/${res.body.id}/metrics?window=1h`;
+    await until(
+      () => viaIngress(host).catch((err: Error) => ({ status: 0, body: err.message })),
+      (r) => r.status === 200,
+      120_000,
+      250,
+    );
+    // Requests before the service's first counted one are not what is checked: wait for it.
+    const before = await until(
+      () => c.get(metrics).then((r) => r.body),
+      (m) => (m.totals.requests ?? 0) >= 1,
+      30_000,
+      250,
+    );
+    expect(before.requests_unavailable).toBeNull();
+    for (let i = 0; i < 30; i++) expect((await viaIngress(host)).status).toBe(200);
+    for (let i = 0; i < 10; i++) expect((await k.viaIngress(host, {}, 10_000, '/missing')).status).toBe(404);
+    // A host no Ingress names is Traefik's own 404, nobody's request.
+    expect((await viaIngress(`nobody.${k.appsDomain}`)).status).toBe(404);
+    const after = await until(
+      () => c.get(metrics).then((r) => r.body),
+      (m) => m.totals.requests >= before.totals.requests + 40,
+      30_000,
+      250,
+    );
+    expect(after.totals.requests).toBe(before.totals.requests + 40);
+    expect(after.totals.responses['2xx']).toBe(before.totals.responses['2xx'] + 30);
+    expect(after.totals.responses['4xx']).toBe(before.totals.responses['4xx'] + 10);
+    expect(after.totals.responses['5xx']).toBe(0);
+    // tiny-http answers on loopback within milliseconds; Traefik's buckets bound the figure.
+    expect(after.totals.latency_p50_ms).toBeGreaterThan(0);
+    expect(after.totals.latency_p95_ms).toBeLessThan(1000);
+    console.log(`through Traefik: ${after.totals.requests} requests counted, p50 ${after.totals.latency_p50_ms} ms, p95 ${after.totals.latency_p95_ms} ms`);
     expect((await c.request('DELETE', `${c.base}/${res.body.id}`)).status).toBe(202);
   }, 240_000);
 

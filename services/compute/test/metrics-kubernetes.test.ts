@@ -1,8 +1,9 @@
 // Service metrics on Kubernetes, against the in-process fake of the API serving
 // metrics.k8s.io PodMetrics as metrics-server does: the adapter's read (one cluster-wide list
 // by compute's pod selector, quantities to cores and bytes), then compute on it — CPU and
-// memory summed over the service's pods, and requests shown as not counted (the ingress
-// controller sends them to the pods without passing through Pier), never as zeros.
+// memory summed over the service's pods, and, with no ingress metrics configured, requests
+// shown as not counted (the ingress controller sends them to the pods without passing
+// through Pier), never as zeros.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -95,7 +96,7 @@ describe('service metrics on kubernetes', () => {
     await c?.stop();
   });
 
-  it('sums CPU and memory over the pods, and says requests are not counted there', async () => {
+  it("sums CPU and memory over the pods, and says requests are not counted there without the ingress controller's metrics", async () => {
     const svc = (await c.post(c.base, { name: 'api', image: 'registry.example/api:1', min_replicas: 2 })).body;
     const ns = vpcNamespace(c.vpcId);
     const pods = await until(
@@ -111,7 +112,7 @@ describe('service metrics on kubernetes', () => {
     const last = [...m.points].reverse().find((p: any) => p.cpu_cores !== null);
     expect(last.cpu_cores).toBeCloseTo(0.03);
     expect(last.memory_bytes).toBe(40 * 1024 * 1024);
-    expect(m.requests_unavailable).toMatch(/not counted on kubernetes/);
+    expect(m.requests_unavailable).toMatch(/not counted on this kubernetes installation.*PIER_COMPUTE_INGRESS_METRICS_URLS/);
     expect(m.points.every((p: any) => p.requests_per_second === null && p.responses === null && p.latency_p50_ms === null)).toBe(true);
     expect(m.totals).toEqual({ requests: null, responses: null, latency_p50_ms: null, latency_p95_ms: null });
   });

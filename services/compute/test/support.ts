@@ -96,5 +96,6 @@ export function onRealCluster(k: RealKubernetes): Record<string, string> {
     PIER_EDGE_ADDRESSES: ingress.host,
     PIER_EDGE_HTTPS_PORT: String(ingress.port),
     PIER_EDGE_CA_FILE: k.appsCaFile,
+    PIER_COMPUTE_INGRESS_METRICS_URLS: k.ingressMetricsUrl(),
   };
 }

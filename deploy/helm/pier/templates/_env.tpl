@@ -57,6 +57,9 @@ http://{{ include "pier.host" (dict "root" .root "part" .part) }}:{{ .port }}
 - {name: PIER_SECRETS_GRPC_URL, value: "{{ include "pier.host" (dict "root" .root "part" "secrets") }}:7114"}
 - name: PIER_COMPUTE_SERVICE_PRIVATE_KEY
   valueFrom: {secretKeyRef: {name: {{ include "pier.secretName" .root }}, key: compute-private-key}}
+{{- with .root.Values.compute.ingressMetricsUrls }}
+- {name: PIER_COMPUTE_INGRESS_METRICS_URLS, value: {{ . | quote }}}
+{{- end }}
 {{- end -}}
 
 {{- define "pier.env.databases" -}}

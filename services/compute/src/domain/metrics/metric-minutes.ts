@@ -46,16 +46,17 @@ export class MetricMinutes {
   }
 
   /**
-   * A request the edge answered for a service. A 1xx (a WebSocket's 101) counts as a request
+   * A request (or `count` alike) the edge answered for a service. A 1xx (a WebSocket's 101) counts as a request
    * of no class and no latency: its duration is the whole session's.
    */
-  request(serviceId: string, req: Pick<EdgeRequest, 'status' | 'durationMs' | 'at'>): void {
+  request(serviceId: string, req: Pick<EdgeRequest, 'status' | 'durationMs' | 'at' | 'count'>): void {
     const r = this.row(serviceId, req.at);
-    r.requests += 1;
+    const count = req.count ?? 1;
+    r.requests += count;
     const cls = statusClass(req.status);
     if (!cls) return;
-    r.responses[cls] += 1;
-    record(r.latency, req.durationMs);
+    r.responses[cls] += count;
+    record(r.latency, req.durationMs, count);
   }
 
   /**

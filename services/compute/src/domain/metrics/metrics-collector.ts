@@ -8,6 +8,7 @@
 // the routing table does not know (an unknown host's 404) is nobody's request.
 import { Periodic, type Logger } from '@pier/kit';
 import type { ComputeContext } from '../context.ts';
+import type { EdgeRoute } from '../edge/edge-port.ts';
 import { routingTable } from '../edge/edge-table.ts';
 import { MetricMinutes, MINUTE_MS, minuteOf } from './metric-minutes.ts';
 import type { EdgeRequest } from './metrics-port.ts';
@@ -129,14 +130,15 @@ export class MetricsCollector {
     }
   }
 
-  /** Host -> service id, from the routing table (our records, as the edge routes them). */
+  /** Host (or the edge's name of a route) -> service id, from the routing table (our records, as the edge routes them). */
   private async serviceHosts(force: boolean, missed = false): Promise<Map<string, string>> {
     const age = Date.now() - this.hostsReadAt;
     if (!force && age < (missed ? HOSTS_MISS_MS : HOSTS_REFRESH_MS)) return this.hosts;
     this.hostsReadAt = Date.now();
     try {
       const hosts = new Map<string, string>();
-      for (const r of await routingTable(this.ctx.edge)) for (const h of [r.serviceHost, ...r.customHosts]) hosts.set(h.toLowerCase(), r.serviceId);
+      const keysOf = (r: EdgeRoute) => this.ctx.metrics.traffic?.routeKeys?.(r) ?? [r.serviceHost, ...r.customHosts];
+      for (const r of await routingTable(this.ctx.edge)) for (const h of keysOf(r)) hosts.set(h.toLowerCase(), r.serviceId);
       this.hosts = hosts;
     } catch (err) {
       this.log.warn({ err }, 'metrics: cannot read the routing table; counting with the last one');

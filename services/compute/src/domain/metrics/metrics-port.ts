@@ -1,6 +1,7 @@
 // What service metrics need of the world (domain/metrics): the cluster to say what each
 // replica uses now (CPU, memory), the edge to report each request it answered for a
 // service's host, and a store that keeps the per-minute and per-hour rows.
+import type { EdgeRoute } from '../edge/edge-port.ts';
 import type { Histogram } from './latency-histogram.ts';
 
 export const STATUS_CLASSES = ['2xx', '3xx', '4xx', '5xx'] as const;
@@ -23,14 +24,16 @@ export interface UsagePort {
   usage(): Promise<ReplicaUsage[]>;
 }
 
-/** One request the edge answered. */
+/** One request the edge answered, or `count` of them with the same status and latency. */
 export interface EdgeRequest {
-  /** The request's Host, lowercase, without a port. */
+  /** The request's Host, lowercase, without a port; or, from a port with `routeKeys`, the name it gives the route. */
   host: string;
   status: number;
   durationMs: number;
   /** When it was answered, ms since the epoch. */
   at: number;
+  /** How many requests this stands for (an ingress controller's counters are read as counts); 1 when absent. */
+  count?: number;
 }
 
 export interface EdgeFollower {
@@ -47,6 +50,11 @@ export interface EdgeTrafficPort {
    * follows again from its cursor).
    */
   follow(after: number | null, on: EdgeFollower, signal: AbortSignal): Promise<void>;
+  /**
+   * The names this edge gives a route's requests (`EdgeRequest.host`), where they are not its
+   * hosts: an ingress controller counts per route of its own, named after the route's hosts.
+   */
+  routeKeys?(route: EdgeRoute): string[];
 }
 
 /** 60: a minute's row; 3600: an hour's, made from its minutes by the rollup. */
