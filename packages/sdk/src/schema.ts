@@ -10482,7 +10482,7 @@ export interface paths {
                                 cpu_cores: number;
                                 memory_bytes: number;
                             };
-                            /** @description Why every request figure is null (kubernetes: requests do not pass through Pier); null when they are counted */
+                            /** @description Why every request figure is null (kubernetes without the ingress controller's metrics configured, or no edge); null when they are counted */
                             requests_unavailable: string | null;
                             points: {
                                 /** @description Start of the step */

@@ -19,7 +19,7 @@ export const metricsSchema = z.object({
   requests_unavailable: z
     .string()
     .nullable()
-    .describe('Why every request figure is null (kubernetes: requests do not pass through Pier); null when they are counted'),
+    .describe("Why every request figure is null (kubernetes without the ingress controller's metrics configured, or no edge); null when they are counted"),
   points: z.array(
     z.object({
       at: z.string().describe('Start of the step'),
