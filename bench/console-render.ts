@@ -31,6 +31,7 @@ export async function benchConsoleRender(gatewayUrl: string, token: string, coun
         timeout: 30_000,
       });
       times.push((await ms.jsonValue()) as number);
+      if (i === 0 || i === runs - 1) log(`  console: load #${i + 1}: ${await timeline(page)}`);
     }
     // The first load fills the browser's cache (hashed files are immutable): later ones are a return visit.
     const [first, ...again] = times;
@@ -42,4 +43,21 @@ export async function benchConsoleRender(gatewayUrl: string, token: string, coun
   } finally {
     await browser.close();
   }
+}
+
+/**
+ * Where a load's time went, from the page's own Performance entries: the HTML's response,
+ * then each script, style and API read as `name start→end` (ms from the navigation's start).
+ */
+async function timeline(page: import('playwright-core').Page): Promise<string> {
+  return page.evaluate(() => {
+    const nav = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming;
+    const parts = [`html →${nav.responseEnd.toFixed(0)}`, `dom ${nav.domInteractive.toFixed(0)}`];
+    for (const r of performance.getEntriesByType('resource') as PerformanceResourceTiming[]) {
+      const u = new URL(r.name);
+      const name = u.pathname.startsWith('/api/') ? u.pathname.replace(/^\/api\/v1/, '').replace(/[0-9a-f-]{36}/g, '…') : u.pathname.split('/').pop();
+      parts.push(`${name} ${r.startTime.toFixed(0)}→${r.responseEnd.toFixed(0)}`);
+    }
+    return parts.join(', ');
+  });
 }
