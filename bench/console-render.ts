@@ -7,7 +7,7 @@
  * once its services exist; the gateway serves packages/console/dist, built here if needed.
  */
 import { existsSync } from 'node:fs';
-import { chromium } from 'playwright-core';
+import { chromium, type Page } from 'playwright-core';
 import { buildConsole } from '../packages/console/scripts/build.ts';
 
 const CHROMIUM = process.env.PIER_TEST_CHROMIUM ?? '/usr/bin/chromium';
@@ -49,7 +49,7 @@ export async function benchConsoleRender(gatewayUrl: string, token: string, coun
  * Where a load's time went, from the page's own Performance entries: the HTML's response,
  * then each script, style and API read as `name start→end` (ms from the navigation's start).
  */
-async function timeline(page: import('playwright-core').Page): Promise<string> {
+async function timeline(page: Page): Promise<string> {
   return page.evaluate(() => {
     const nav = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming;
     const parts = [`html →${nav.responseEnd.toFixed(0)}`, `dom ${nav.domInteractive.toFixed(0)}`];

@@ -12,7 +12,9 @@ import { kubernetesApiConfiguration } from './kubernetes.ts';
 // It lists once (in pages), then watches from the list's resourceVersion with bookmarks. A
 // watch the server ends is resumed from the last resourceVersion seen; one the server no
 // longer has history for (410 Gone) is replaced by a new list. While it is not connected
-// the copy is not trusted: `items` answers undefined and callers read the cluster live.
+// the copy is not trusted: `items` answers undefined and callers read the cluster live. A
+// kind the server does not serve (404: an operator's CRD not installed) has no objects: the
+// copy is empty and trusted, and the kind is looked for again every minute.
 
 /** What is kept of each object: a small projection, not the object (memory at 10,000 pods). */
 export type Slim<T> = (raw: RawObject) => T;
@@ -33,6 +35,9 @@ export interface WatchCacheOptions<T> {
   maxBackoffMs?: number;
 }
 
+/** How often a kind the server does not serve is looked for again (its CRD installed since). */
+const ABSENT_RECHECK_MS = 60_000;
+
 /** The server-side timeout of one watch: the API server's default range, so many clients do not reconnect together. */
 const watchSeconds = () => 240 + Math.floor(Math.random() * 120);
 
@@ -51,6 +56,10 @@ export class WatchCache<T> {
   /** Ends the watch under way at once, even before its request is answered (stop). */
   private endWatch?: () => void;
   private loop?: Promise<void>;
+  /** Ends a wait between attempts at once (stop). */
+  private stopping = new AbortController();
+  /** Logged once: the kind is not served. */
+  private absentSaid = false;
   /** Resolves the first time the copy is complete (for tests and start-up). */
   private syncedOnce!: Promise<void>;
   private markSynced!: () => void;
@@ -68,11 +77,13 @@ export class WatchCache<T> {
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
+    this.stopping = new AbortController();
     this.loop = this.run();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.stopping.abort();
     this.connected = false;
     this.controller?.abort();
     this.endWatch?.();
@@ -126,6 +137,11 @@ export class WatchCache<T> {
           this.resourceVersion = undefined;
           continue;
         }
+        if (statusOf(err) === 404 && this.resourceVersion === undefined) {
+          this.absent();
+          await sleep(ABSENT_RECHECK_MS, undefined, { signal: this.stopping.signal }).catch(() => undefined);
+          continue;
+        }
         if (statusOf(err) === 405) {
           // A server without watches (the test fake unless asked for them): every read stays live.
           this.options.log.info({ kind: this.options.kind }, 'the kubernetes API does not serve watches; reading the cluster live');
@@ -136,6 +152,17 @@ export class WatchCache<T> {
         backoff = Math.min(backoff * 2, max);
       }
     }
+  }
+
+  /** The kind is not served: it has no objects, which the copy says (trusted) until it is listed again. */
+  private absent(): void {
+    for (const namespace of this.byNamespace.keys()) this.changed(namespace);
+    this.byNamespace = new Map();
+    this.connected = true;
+    this.markSynced();
+    if (!this.absentSaid)
+      this.options.log.info({ kind: this.options.kind }, 'the kubernetes API does not serve this kind (yet): none exist; looking again every minute');
+    this.absentSaid = true;
   }
 
   /** A new copy from a list, swapped in whole; every namespace it touches counts as changed. */

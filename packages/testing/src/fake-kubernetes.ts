@@ -68,6 +68,8 @@ export interface FakeKubernetesOptions {
   watch?: boolean;
   /** When set, server-side applies from any other field manager are refused (422). */
   fieldManager?: string;
+  /** API groups answered 404, as a server without that operator's CRDs answers (`moco.cybozu.com/v1beta2`). */
+  notServed?: string[];
 }
 
 export class FakeKubernetes {
@@ -298,6 +300,8 @@ export class FakeKubernetes {
       apiVersion = `${rest.shift()}/${rest.shift()}`;
     } else return status(404, 'NotFound', `the fake does not serve ${url.pathname}`);
 
+    if (this.options.notServed?.includes(apiVersion))
+      return status(404, 'NotFound', `the server could not find the requested resource (${apiVersion} is not served)`);
     // Discovery: which kinds a group version has, and whether they are namespaced.
     if (rest.length === 0 && req.method === 'GET') {
       const resources = KINDS.filter((k) => k.apiVersion === apiVersion).map((k) => ({

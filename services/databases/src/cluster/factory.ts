@@ -15,10 +15,19 @@ export function createCluster(config: DatabasesConfig, installation: string, log
     const kc = kubeConfigFrom(config.PIER_KUBECONFIG);
     const domains = { postgresql: config.PIER_POSTGRES_EXTERNAL_DOMAIN, mysql: config.PIER_MYSQL_EXTERNAL_DOMAIN };
     const clusterNetworks = config.PIER_DATABASES_KUBERNETES_CLUSTER_NETWORKS;
+    const watch = config.PIER_DATABASES_KUBE_WATCH === 'on' && logger ? { log: logger } : undefined;
     const modes = new KubernetesModes({
       setting: config.PIER_DATABASES_KUBERNETES_OPERATOR,
       detector: new OperatorDetector(kc, installation),
-      operator: () => new KubernetesCluster(kc, { installation, storageClass: config.PIER_DATABASES_STORAGE_CLASS, clusterNetworks, domains, backupStore: s3 }),
+      operator: () =>
+        new KubernetesCluster(kc, {
+          installation,
+          storageClass: config.PIER_DATABASES_STORAGE_CLASS,
+          clusterNetworks,
+          domains,
+          backupStore: s3,
+          watch,
+        }),
       builtin: () =>
         new BuiltinKubernetesCluster(kc, {
           installation,
@@ -30,7 +39,7 @@ export function createCluster(config: DatabasesConfig, installation: string, log
           externalAddress: config.PIER_DATABASES_KUBERNETES_EXTERNAL_ADDRESS,
           domains,
           backupStore: s3,
-          watch: config.PIER_DATABASES_KUBE_WATCH === 'on' && logger ? { log: logger } : undefined,
+          watch,
         }),
       decided: (chosen) => logger?.info({ modes: chosen }, `databases on kubernetes: ${describeModes(chosen)}`),
     });

@@ -1,11 +1,12 @@
 import type { Observation } from '../domain/status.ts';
+import { LABELS } from './kubernetes-meta.ts';
 
 // A database's live state on the kubernetes adapter, judged from what the operators
 // report: CloudNativePG's Cluster phase, MOCO's conditions, and the outcome of our Jobs
 // (MOCO's init Job; for a restored database, the Job that makes the restored data its own).
 
 export interface K8sObject {
-  metadata?: { name?: string; labels?: Record<string, string> };
+  metadata?: { name?: string; namespace?: string; uid?: string; labels?: Record<string, string> };
   spec?: { instances?: number; replicas?: number; backoffLimit?: number; bootstrap?: { recovery?: unknown }; restore?: unknown };
   status?: {
     phase?: string;
@@ -14,6 +15,36 @@ export interface K8sObject {
     succeeded?: number;
     failed?: number;
   };
+}
+
+/**
+ * What the judges below read of an operator's cluster or of a Job, and nothing else: the
+ * watched copies (kubernetes.ts) keep this, not the object (a Cluster's spec and status run
+ * to kilobytes). The restore's source is kept as a mark: only that there is one is read.
+ */
+export function slimObserved(raw: Record<string, unknown>): K8sObject {
+  const o = raw as K8sObject & { metadata?: { namespace?: string; uid?: string } };
+  const meta = o.metadata ?? {};
+  const database = meta.labels?.[LABELS.database];
+  return {
+    metadata: { name: meta.name, namespace: meta.namespace, uid: meta.uid, labels: database === undefined ? {} : { [LABELS.database]: database } },
+    spec: {
+      instances: o.spec?.instances,
+      replicas: o.spec?.replicas,
+      backoffLimit: o.spec?.backoffLimit,
+      bootstrap: o.spec?.bootstrap?.recovery !== undefined ? { recovery: {} } : undefined,
+      restore: o.spec?.restore !== undefined ? {} : undefined,
+    },
+    status: o.status
+      ? {
+          phase: o.status.phase,
+          readyInstances: o.status.readyInstances,
+          conditions: o.status.conditions?.map((c) => ({ type: c.type, status: c.status, message: c.message, reason: c.reason })),
+          succeeded: o.status.succeeded,
+          failed: o.status.failed,
+        }
+      : undefined,
+  } as K8sObject;
 }
 
 const succeeded = (job: K8sObject | undefined) => (job?.status?.succeeded ?? 0) > 0;

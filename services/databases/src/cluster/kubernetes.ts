@@ -1,13 +1,14 @@
 import { type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
-import { isKubernetesNotFound, vpcNamespace, UnavailableError, ConflictError } from '@pier/kit';
+import { isKubernetesNotFound, vpcNamespace, UnavailableError, ConflictError, type Logger } from '@pier/kit';
+import { WatchCache } from '@pier/kit/kubernetes-watch-cache';
 import type { ClusterCapabilities } from '../domain/capabilities.ts';
 import { appUserOf, CONSOLE_USER, shortIdOf, type Engine } from '../domain/database.ts';
 import type { ExternalDomains } from '../domain/context.ts';
 import type { Observation } from '../domain/status.ts';
 import type { BackupMethod } from '../domain/backup-records.ts';
 import { KubernetesObjects } from './kubernetes-objects.ts';
-import { observeCnpg, observeMoco, type K8sObject } from './kubernetes-observe.ts';
+import { observeCnpg, observeMoco, slimObserved, type K8sObject } from './kubernetes-observe.ts';
 import type { ClusterDatabase, ClusterRef, Credentials, DatabaseCluster, Endpoints, RepositoryListing, SqlTarget } from '../domain/cluster-port.ts';
 import { CNPG, MOCO, LABELS, SELECTOR, backupSelector, names, refsOf, type KubernetesSettings } from './kubernetes-meta.ts';
 import { cnpgCluster, cnpgPooler, credentialSecret, externalService, mocoCluster, mocoInitJob, namespaceManifest } from './kubernetes-manifests.ts';
@@ -52,7 +53,20 @@ export interface KubernetesClusterOptions {
   timeoutMs?: number;
   /** The S3-compatible store backups go to; without it there are no backups (nor restores). */
   backupStore?: S3Store;
+  /**
+   * Keep watch-fed copies of the operators' clusters and of our Jobs (kit's WatchCache), so a
+   * VPC's observation reads memory instead of three lists; an operator whose CRD is not
+   * installed has none. Without it (or while a watch is not connected) observation lists.
+   */
+  watch?: { log: Logger };
 }
+
+/** The kinds observation reads, watched cluster-wide under the databases' selector. */
+const OBSERVED = [
+  { apiVersion: CNPG, kind: 'Cluster', path: '/apis/postgresql.cnpg.io/v1/clusters' },
+  { apiVersion: MOCO, kind: 'MySQLCluster', path: '/apis/moco.cybozu.com/v1beta2/mysqlclusters' },
+  { apiVersion: 'batch/v1', kind: 'Job', path: '/apis/batch/v1/jobs' },
+] as const;
 
 /** The kinds that hold a database's backups, by engine. */
 const BACKUP_KIND: Record<Engine, [string, string]> = { postgresql: [CNPG, 'Backup'], mysql: ['batch/v1', 'Job'] };
@@ -70,12 +84,18 @@ export class KubernetesCluster extends KubernetesObjects implements DatabaseClus
   readonly capabilities = CAPABILITIES;
   private readonly settings: KubernetesSettings;
   private readonly bucket?: { store: S3Store; s3: S3Objects };
+  private readonly watched?: WatchCache<K8sObject>[];
 
   constructor(
     kc: KubeConfig,
     private readonly opts: KubernetesClusterOptions,
   ) {
     super(kc, opts.installation, opts.timeoutMs);
+    if (opts.watch) {
+      const { log } = opts.watch;
+      this.watched = OBSERVED.map((k) => new WatchCache(kc, { ...k, labelSelector: SELECTOR, slim: slimObserved, log }));
+      for (const w of this.watched) w.start();
+    }
     this.settings = {
       storageClass: opts.storageClass,
       clusterNetworks: opts.clusterNetworks ?? ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16'],
@@ -163,8 +183,10 @@ export class KubernetesCluster extends KubernetesObjects implements DatabaseClus
         throw err;
       }
     };
-    // One list per kind for the whole VPC, never one call per database.
-    const [pg, my, jobs] = await this.guard(() => Promise.all([list(CNPG, 'Cluster'), list(MOCO, 'MySQLCluster'), list('batch/v1', 'Job')]));
+    // From the watched copies while all three are connected; else one list per kind for the whole VPC, never one call per database.
+    const cached = this.watched?.map((w) => w.items(ns));
+    const [pg = [], my = [], jobs = []] =
+      cached && cached.every((items) => items !== undefined) ? cached : await this.guard(() => Promise.all(OBSERVED.map((k) => list(k.apiVersion, k.kind))));
     const byId = (items: K8sObject[]) => new Map(items.map((o) => [o.metadata?.labels?.[LABELS.database] ?? '', o]));
     const pgById = byId(pg);
     const myById = byId(my);
@@ -376,6 +398,7 @@ export class KubernetesCluster extends KubernetesObjects implements DatabaseClus
 
   async close(): Promise<void> {
     this.bucket?.s3.close();
+    await Promise.all(this.watched?.map((w) => w.stop()) ?? []);
   }
 }
 
