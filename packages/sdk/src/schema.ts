@@ -374,6 +374,138 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/database-engines": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Database engines this installation offers: versions, default, instance types, replica and storage bounds */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description engines */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /**
+                             * @description the cluster adapter this installation runs databases on
+                             * @enum {string}
+                             */
+                            adapter: "docker" | "kubernetes";
+                            items: {
+                                /** @enum {string} */
+                                engine: "postgresql" | "mysql";
+                                /** @description the server that runs: PostgreSQL, MySQL, or MariaDB for mysql on docker */
+                                server: string;
+                                /** @description accepted values of postgres_version / mysql_version */
+                                versions: string[];
+                                default_version: string;
+                                /** @description accepted values of instance_type (mysql: svc.small or larger) */
+                                instance_types: ("svc.nano" | "svc.micro" | "svc.small" | "svc.medium" | "svc.large" | "svc.xlarge")[];
+                                /** @enum {string} */
+                                default_instance_type: "svc.nano" | "svc.micro" | "svc.small" | "svc.medium" | "svc.large" | "svc.xlarge";
+                                /** @description bounds of replicas: postgresql read replicas, mysql instances; shrinks: whether a running count may go down */
+                                replicas: {
+                                    min: number;
+                                    max: number;
+                                    default: number;
+                                    odd_only: boolean;
+                                    shrinks: boolean;
+                                };
+                                /** @description bounds of storage_gb; enforced: whether it becomes a real size limit on this cluster */
+                                storage_gb: {
+                                    min: number;
+                                    max: number;
+                                    default: number;
+                                    enforced: boolean;
+                                };
+                            }[];
+                        };
+                    };
+                };
+                /** @description Missing, invalid, revoked or expired token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description not a user identity */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `rate_limited`: over the rate limit of the token (or of the source address, before authentication); retry after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        /** @description Seconds until the request would be accepted */
+                        "Retry-After"?: number;
+                        /** @description The burst: requests the bucket holds when full (also sent on every answer) */
+                        "RateLimit-Limit"?: number;
+                        /** @description Requests left in the bucket now (also sent on every answer) */
+                        "RateLimit-Remaining"?: number;
+                        /** @description Seconds until the bucket is full again (also sent on every answer) */
+                        "RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `headers_too_large`: the request line and headers are over 16 KB */
+                431: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description A service this request needs is unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description `upstream_timeout`: the service did not answer in time (PIER_UPSTREAM_TIMEOUT_MS) */
+                504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/me": {
         parameters: {
             query?: never;

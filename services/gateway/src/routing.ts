@@ -20,6 +20,12 @@ const VPC_RESOURCES = new Map<string, Upstream>([
   ['secrets', 'secrets'],
 ]);
 
+/**
+ * Collections outside any workspace that a service other than auth owns: what the
+ * installation offers is the same for every caller, so it is not under a workspace.
+ */
+const TOP_LEVEL_RESOURCES = new Map<string, Upstream>([['database-engines', 'databases']]);
+
 /** End of the segment starting at `from`: the next '/' or the end of the path. */
 function segmentEnd(path: string, from: number): number {
   const slash = path.indexOf('/', from);
@@ -42,7 +48,8 @@ function segmentIs(path: string, from: number, end: number, word: string): boole
 
 /**
  * `/api/v1/workspaces/{ws}/vpcs/{vpc}/{services|databases|secrets}...` goes to that
- * service, `/api/v1/workspaces/{ws}/{events|webhooks}...` to events; every other `/api/v1` path goes to auth (workspaces, members, VPCs, API keys,
+ * service, `/api/v1/workspaces/{ws}/{events|webhooks}...` to events,
+ * `/api/v1/database-engines` to databases; every other `/api/v1` path goes to auth (workspaces, members, VPCs, API keys,
  * CLI sessions — and auth's own JSON 404 for anything unknown). Returns null outside
  * `/api/v1`. `path` must not carry a query string.
  */
@@ -54,7 +61,9 @@ export function routeOf(path: string): RouteTarget | null {
   // /api/v1/workspaces
   let from = API_PREFIX.length + 1;
   let end = segmentEnd(path, from);
-  if (from >= n || !segmentIs(path, from, end, 'workspaces') || end + 1 >= n) return { upstream: 'auth', workspaceId: '', vpcId: '' };
+  if (from >= n || !segmentIs(path, from, end, 'workspaces') || end + 1 >= n) {
+    return { upstream: (from < n && TOP_LEVEL_RESOURCES.get(path.slice(from, end))) || 'auth', workspaceId: '', vpcId: '' };
+  }
   // /{ws}
   from = end + 1;
   end = segmentEnd(path, from);

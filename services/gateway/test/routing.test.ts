@@ -19,6 +19,12 @@ describe('routeOf', () => {
     expect(routeOf(`/api/v1/workspaces/${ws}/webhooks/w1/deliveries`)).toEqual({ upstream: 'events', workspaceId: ws, vpcId: '' });
   });
 
+  it('sends what the installation offers, outside any workspace, to its owner', () => {
+    expect(routeOf('/api/v1/database-engines')).toEqual({ upstream: 'databases', workspaceId: '', vpcId: '' });
+    expect(routeOf('/api/v1/database-enginesx')?.upstream).toBe('auth');
+    expect(routeOf('/api/v1/constructor')?.upstream).toBe('auth');
+  });
+
   it('sends everything else under /api/v1 to auth', () => {
     expect(routeOf('/api/v1/workspaces')).toEqual({ upstream: 'auth', workspaceId: '', vpcId: '' });
     expect(routeOf('/api/v1/workspaces/')).toEqual({ upstream: 'auth', workspaceId: '', vpcId: '' });

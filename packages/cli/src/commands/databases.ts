@@ -1,6 +1,6 @@
 // pier db: managed PostgreSQL and MySQL — list, create, show, update, delete, connection,
 // connect (the real psql/mysql), query, schema, slow queries. Allowlist: allowlist.ts;
-// backups, restore, fork and replicas: backups.ts.
+// backups, restore, fork and replicas: backups.ts; what may be created: database-engines.ts.
 import { spawn } from 'node:child_process';
 import type { Command } from 'commander';
 import { unwrap } from '@pier/sdk';
@@ -11,6 +11,7 @@ import { allDatabases, collectAll, confirm, database, DATABASE, DATABASES } from
 import { waitFor, waitUntilDeleted } from '../wait.ts';
 import { register as registerAllowlist } from './allowlist.ts';
 import { register as registerBackups } from './backups.ts';
+import { register as registerEngines } from './database-engines.ts';
 
 interface WaitOptions {
   wait?: boolean;
@@ -332,4 +333,5 @@ export function register(program: Command): void {
 
   registerAllowlist(db);
   registerBackups(db);
+  registerEngines(db);
 }

@@ -1,12 +1,15 @@
 // Provisioning a database: every field of the contract with its default shown, the mysql
-// rules stated before submit, and the API's 400 shown at the field it names. On 202 the
-// detail screen takes over and shows the progress until `running` (or `error`).
+// rules stated before submit, and the API's 400 shown at the field it names. Versions,
+// defaults, instance types and bounds come from what the cluster offers
+// (database-engines.tsx); without it, the contract's defaults and a typed version. On 202
+// the detail screen takes over and shows the progress until `running` (or `error`).
 import { useState } from 'preact/hooks';
 import { unwrap, type paths } from '../api.ts';
 import { useMutation } from '../data.ts';
 import { navigate } from '../router.ts';
 import { useSession } from '../session.ts';
 import { Field, FormError } from '../ui.tsx';
+import { shownVersion, span, useEngineOffers, VersionField, type EngineOffer } from './database-engines.tsx';
 
 type ProvisionBody = NonNullable<paths['/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/databases']['post']['requestBody']>['content']['application/json'];
 export type Engine = NonNullable<ProvisionBody['engine']>;
@@ -22,7 +25,8 @@ export const INSTANCE_TYPES: [InstanceType, string][] = [
   ['svc.xlarge', '4 CPU, 8 GiB'],
 ];
 
-// The contract's defaults (platform-api.md, services/databases README "Provisioning rules").
+// The contract's defaults (platform-api.md, services/databases README "Provisioning rules"),
+// used until (or unless) the cluster's offer is read.
 const DEFAULTS: Record<Engine, { instanceType: InstanceType; replicas: number }> = {
   postgresql: { instanceType: 'svc.nano', replicas: 0 },
   mysql: { instanceType: 'svc.small', replicas: 1 },
@@ -32,13 +36,24 @@ export const NAME_MAX = 19;
 /** The fields on the form: an error naming one of them shows there. */
 const FIELDS = ['name', 'engine', 'postgres_version', 'mysql_version', 'instance_type', 'storage_gb', 'replicas', 'external_access_enabled'];
 
-/** What the API would refuse, said before submit (the same words as its 400s). */
-export function localProblems(engine: Engine, instanceType: InstanceType, replicas: number): Partial<Record<string, string>> {
+/** What the API would refuse, said before submit (the same words as its 400s); `offer` adds the cluster's own bounds. */
+export function localProblems(engine: Engine, instanceType: InstanceType, replicas: number, offer?: EngineOffer): Partial<Record<string, string>> {
   const problems: Partial<Record<string, string>> = {};
   if (engine === 'mysql' && instanceType === 'svc.nano')
     problems.instance_type = 'mysql databases need svc.small or larger; svc.nano is not available for mysql';
+  else if (offer && !offer.instance_types.includes(instanceType))
+    problems.instance_type = `${instanceType} is not offered for ${engine} on this cluster: ${offer.instance_types.join(', ')}`;
   if (engine === 'mysql' && replicas % 2 === 0) problems.replicas = 'must be an odd number (1, 3, 5, ...) for mysql';
+  else if (offer && (replicas < offer.replicas.min || replicas > offer.replicas.max)) {
+    const { min, max } = offer.replicas;
+    problems.replicas = `must be ${min === max ? `exactly ${min}` : `between ${min} and ${max}`} for ${engine} on this cluster`;
+  }
   return problems;
+}
+
+/** The defaults of an engine: the cluster's when its offer was read, else the contract's. */
+function defaultsOf(engine: Engine, offer: EngineOffer | undefined): { instanceType: InstanceType; replicas: number } {
+  return offer ? { instanceType: offer.default_instance_type, replicas: offer.replicas.default } : DEFAULTS[engine];
 }
 
 export function CreateDatabasePage() {
@@ -50,10 +65,14 @@ export function CreateDatabasePage() {
   const [storage, setStorage] = useState(String(STORAGE_DEFAULT));
   const [replicas, setReplicas] = useState(String(DEFAULTS.postgresql.replicas));
   const [external, setExternal] = useState(false);
+  const engines = useEngineOffers(client);
+  const offerOf = (e: Engine) => engines.data?.items.find((o) => o.engine === e);
+  const offer = offerOf(engine);
+  const defaults = defaultsOf(engine, offer);
   const create = useMutation((body: ProvisionBody) =>
     unwrap(client.POST('/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/databases', { params: { path: { workspaceID: workspaceId, vpcID: vpcId } }, body })),
   );
-  const problems = localProblems(engine, instanceType, Number(replicas));
+  const problems = localProblems(engine, instanceType, Number(replicas), offer);
   const err = create.error;
 
   if (!canWrite) {
@@ -67,8 +86,9 @@ export function CreateDatabasePage() {
 
   const changeEngine = (next: Engine) => {
     // Defaults follow the engine unless the person chose otherwise.
-    if (instanceType === DEFAULTS[engine].instanceType) setInstanceType(DEFAULTS[next].instanceType);
-    if (Number(replicas) === DEFAULTS[engine].replicas) setReplicas(String(DEFAULTS[next].replicas));
+    const nextDefaults = defaultsOf(next, offerOf(next));
+    if (instanceType === defaults.instanceType) setInstanceType(nextDefaults.instanceType);
+    if (Number(replicas) === defaults.replicas) setReplicas(String(nextDefaults.replicas));
     setVersion('');
     setEngine(next);
   };
@@ -92,7 +112,9 @@ export function CreateDatabasePage() {
             replicas: Number(replicas),
             external_access_enabled: external,
           };
-          if (version.trim()) body[engine === 'postgresql' ? 'postgres_version' : 'mysql_version'] = version.trim();
+          // With the offer read, the version on screen is sent (the default preselected); typed, empty means the default.
+          const chosen = offer ? shownVersion(offer, version) : version.trim();
+          if (chosen) body[engine === 'postgresql' ? 'postgres_version' : 'mysql_version'] = chosen;
           const made = await create.run(body);
           if (made) navigate(`/databases/${encodeURIComponent(made.value.id)}`);
         }}
@@ -109,45 +131,55 @@ export function CreateDatabasePage() {
               </select>
             )}
           </Field>
-          <VersionField engine={engine} value={version} onInput={setVersion} error={err} />
+          <VersionField
+            engine={engine}
+            offer={offer}
+            adapter={engines.data?.adapter}
+            loading={engines.loading}
+            offerError={engines.error}
+            value={version}
+            onInput={setVersion}
+            error={err}
+          />
           <Field
             name="instance_type"
             label="Instance type"
             error={err}
             problem={problems.instance_type}
-            hint={`Default ${DEFAULTS[engine].instanceType} for ${engine === 'mysql' ? 'MySQL' : 'PostgreSQL'}.`}
+            hint={`Default ${defaults.instanceType} for ${engine === 'mysql' ? 'MySQL' : 'PostgreSQL'}${offer ? `; this cluster offers ${offer.instance_types.join(', ')}` : ''}.`}
           >
             {(a) => (
               <select {...a} value={instanceType} onChange={(e) => setInstanceType(e.currentTarget.value as InstanceType)}>
                 {INSTANCE_TYPES.map(([type, size]) => (
                   <option key={type} value={type}>
                     {type} — {size}
-                    {type === DEFAULTS[engine].instanceType ? ' (default)' : ''}
-                    {engine === 'mysql' && type === 'svc.nano' ? ' (not for MySQL)' : ''}
+                    {type === defaults.instanceType ? ' (default)' : ''}
+                    {offered(engine, offer, type) ? '' : ` (not for ${engine === 'mysql' ? 'MySQL' : 'PostgreSQL'})`}
                   </option>
                 ))}
               </select>
             )}
           </Field>
-          <Field name="storage_gb" label="Storage (GB)" error={err} hint={`1 to 1024, default ${STORAGE_DEFAULT}; it can grow later, never shrink.`}>
-            {(a) => <input {...a} type="number" min={1} max={1024} step={1} value={storage} onInput={(e) => setStorage(e.currentTarget.value)} />}
-          </Field>
-          <Field
-            name="replicas"
-            label="Replicas"
-            error={err}
-            problem={problems.replicas}
-            hint={
-              engine === 'mysql'
-                ? 'MySQL: instances in the set, the primary included; odd only (1, 3, 5). Default 1.'
-                : 'PostgreSQL: read replicas, 0 to the cluster’s maximum (5 on docker, 8 on kubernetes). Default 0.'
-            }
-          >
+          <Field name="storage_gb" label="Storage (GB)" error={err} hint={storageHint(offer)}>
             {(a) => (
               <input
                 {...a}
                 type="number"
-                min={engine === 'mysql' ? 1 : 0}
+                min={offer?.storage_gb.min ?? 1}
+                max={offer?.storage_gb.max ?? 1024}
+                step={1}
+                value={storage}
+                onInput={(e) => setStorage(e.currentTarget.value)}
+              />
+            )}
+          </Field>
+          <Field name="replicas" label="Replicas" error={err} problem={problems.replicas} hint={replicasHint(engine, offer)}>
+            {(a) => (
+              <input
+                {...a}
+                type="number"
+                min={offer?.replicas.min ?? (engine === 'mysql' ? 1 : 0)}
+                max={offer?.replicas.max}
                 step={engine === 'mysql' ? 2 : 1}
                 value={replicas}
                 onInput={(e) => setReplicas(e.currentTarget.value)}
@@ -164,7 +196,7 @@ export function CreateDatabasePage() {
         >
           {(a) => <input {...a} type="checkbox" checked={external} onChange={(e) => setExternal(e.currentTarget.checked)} />}
         </Field>
-        {engine === 'mysql' && <MysqlRules />}
+        {engine === 'mysql' && <MysqlRules offer={offer} />}
         <FormError error={err} fields={FIELDS} />
         <div class="actions">
           <button type="submit" class="primary" disabled={create.pending}>
@@ -176,27 +208,28 @@ export function CreateDatabasePage() {
   );
 }
 
-function VersionField(props: { engine: Engine; value: string; onInput: (v: string) => void; error: unknown }) {
-  const field = props.engine === 'postgresql' ? 'postgres_version' : 'mysql_version';
-  return (
-    <Field
-      name={field}
-      id={`db-${field}`}
-      label={props.engine === 'postgresql' ? 'PostgreSQL version' : 'MySQL version'}
-      error={props.error}
-      hint={
-        props.engine === 'postgresql'
-          ? 'Empty: the cluster’s default (docker: 15; kubernetes: 13–17, default 16).'
-          : 'Empty: the cluster’s default (docker: MariaDB 10.11; kubernetes: 8.0 or 8.4, default 8.4).'
-      }
-    >
-      {(a) => <input {...a} value={props.value} maxLength={20} placeholder="the cluster’s default" onInput={(e) => props.onInput(e.currentTarget.value)} />}
-    </Field>
-  );
+/** Whether the cluster offers `type` for the engine (without its offer: the contract's mysql rule). */
+function offered(engine: Engine, offer: EngineOffer | undefined, type: InstanceType): boolean {
+  return offer ? offer.instance_types.includes(type) : !(engine === 'mysql' && type === 'svc.nano');
+}
+
+function storageHint(offer: EngineOffer | undefined): string {
+  if (!offer) return `1 to 1024, default ${STORAGE_DEFAULT}; it can grow later, never shrink.`;
+  const b = offer.storage_gb;
+  return `${span(b)}, default ${b.default}; it can grow later, never shrink.${b.enforced ? '' : ' This cluster records the size but does not limit the disk to it.'}`;
+}
+
+function replicasHint(engine: Engine, offer: EngineOffer | undefined): string {
+  if (engine === 'mysql') {
+    return `MySQL: instances in the set, the primary included; odd only (${offer ? `${span(offer.replicas)} on this cluster` : '1, 3, 5'}). Default ${offer?.replicas.default ?? 1}.`;
+  }
+  return offer
+    ? `PostgreSQL: read replicas, ${span(offer.replicas)} on this cluster. Default ${offer.replicas.default}.`
+    : 'PostgreSQL: read replicas, 0 to the cluster’s maximum (5 on docker, 8 on kubernetes). Default 0.';
 }
 
 /** The contract's mysql rules, on screen before the person submits. */
-function MysqlRules() {
+function MysqlRules({ offer }: { offer: EngineOffer | undefined }) {
   return (
     <section class="panel rules" aria-labelledby="mysql-rules-title">
       <h2 id="mysql-rules-title">MySQL rules</h2>
@@ -208,7 +241,15 @@ function MysqlRules() {
           <strong>Replicas</strong> count the instances in the set, the primary included, and must be odd: 1, 3 or 5. An even count is refused.
         </li>
         <li>Restores are of a named backup: there is no point-in-time recovery for MySQL.</li>
-        <li>On the docker cluster the server is MariaDB 10.11, wire- and SQL-compatible with MySQL.</li>
+        {offer ? (
+          offer.server !== 'MySQL' && (
+            <li>
+              On this cluster the server is {offer.server} {offer.versions.join(', ')}, wire- and SQL-compatible with MySQL.
+            </li>
+          )
+        ) : (
+          <li>On the docker cluster the server is MariaDB 10.11, wire- and SQL-compatible with MySQL.</li>
+        )}
       </ul>
     </section>
   );

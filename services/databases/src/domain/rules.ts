@@ -1,4 +1,4 @@
-import { InputError, ConflictError, reservedNameProblem, type InstanceType } from '@pier/kit';
+import { InputError, ConflictError, INSTANCE_TYPE_NAMES, reservedNameProblem, type InstanceType } from '@pier/kit';
 import type { ClusterCapabilities } from './capabilities.ts';
 import { STORAGE_GB } from './capabilities.ts';
 import type { DatabaseRecord, Engine } from './database.ts';
@@ -24,8 +24,18 @@ export function checkName(name: string): string {
   return name;
 }
 
+/** The instance types an engine may run on: the whole ladder, except svc.nano for mysql (the spec's rule). */
+export function instanceTypesOf(engine: Engine): InstanceType[] {
+  return engine === 'mysql' ? INSTANCE_TYPE_NAMES.filter((t) => t !== 'svc.nano') : [...INSTANCE_TYPE_NAMES];
+}
+
+export const defaultInstanceType = (engine: Engine): InstanceType => (engine === 'mysql' ? 'svc.small' : 'svc.nano');
+
+/** mysql's `replicas` count the instances of a set that needs a majority: odd only. */
+export const oddReplicasOnly = (engine: Engine): boolean => engine === 'mysql';
+
 function checkInstanceType(engine: Engine, type: InstanceType): InstanceType {
-  if (engine === 'mysql' && type === 'svc.nano') {
+  if (!instanceTypesOf(engine).includes(type)) {
     throw invalid('instance_type', 'mysql databases need svc.small or larger; svc.nano is not available for mysql');
   }
   return type;
@@ -63,7 +73,7 @@ export function resolveProvision(input: ProvisionInput, caps: ClusterCapabilitie
   if (input.name === undefined) throw invalid('name', 'is required');
   const name = checkName(input.name);
   const engine = input.engine ?? 'postgresql';
-  const instanceType = checkInstanceType(engine, input.instance_type ?? (engine === 'mysql' ? 'svc.small' : 'svc.nano'));
+  const instanceType = checkInstanceType(engine, input.instance_type ?? defaultInstanceType(engine));
   const storageGb = checkStorage(input.storage_gb ?? STORAGE_GB.default);
 
   const engineCaps = caps.engines[engine];
@@ -91,7 +101,7 @@ export function resolveProvision(input: ProvisionInput, caps: ClusterCapabilitie
  */
 export function checkReplicas(engine: Engine, replicas: number, caps: ClusterCapabilities): number {
   const bounds = caps.engines[engine].replicas;
-  if (engine === 'mysql' && replicas % 2 === 0) {
+  if (oddReplicasOnly(engine) && replicas % 2 === 0) {
     throw invalid('replicas', 'must be an odd number (1, 3, 5, ...) for mysql');
   }
   if (replicas < bounds.min || replicas > bounds.max) {

@@ -15,3 +15,9 @@ export const errors = errorResponses(
   },
   errorBodySchema,
 );
+
+/**
+ * What the installation's cluster offers. Outside any workspace: it is the same for every
+ * caller, so any signed-in user may read it (the gateway routes this one path here).
+ */
+export const ENGINES_PATH = '/api/v1/database-engines';

@@ -173,3 +173,23 @@ export const slowQueries = z.object({
     z.object({ query: z.string(), calls: z.number(), mean_time_ms: z.number(), max_time_ms: z.number(), total_time_ms: z.number(), rows: z.number() }),
   ),
 });
+
+export const engineList = z.object({
+  adapter: z.enum(['docker', 'kubernetes']).describe('the cluster adapter this installation runs databases on'),
+  items: z.array(
+    z.object({
+      engine: z.enum(ENGINES),
+      server: z.string().describe('the server that runs: PostgreSQL, MySQL, or MariaDB for mysql on docker'),
+      versions: z.array(z.string()).describe('accepted values of postgres_version / mysql_version'),
+      default_version: z.string(),
+      instance_types: z.array(z.enum(INSTANCE_TYPE_NAMES)).describe('accepted values of instance_type (mysql: svc.small or larger)'),
+      default_instance_type: z.enum(INSTANCE_TYPE_NAMES),
+      replicas: z
+        .object({ min: z.number().int(), max: z.number().int(), default: z.number().int(), odd_only: z.boolean(), shrinks: z.boolean() })
+        .describe('bounds of replicas: postgresql read replicas, mysql instances; shrinks: whether a running count may go down'),
+      storage_gb: z
+        .object({ min: z.number().int(), max: z.number().int(), default: z.number().int(), enforced: z.boolean() })
+        .describe('bounds of storage_gb; enforced: whether it becomes a real size limit on this cluster'),
+    }),
+  ),
+});

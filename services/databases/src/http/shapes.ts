@@ -5,6 +5,7 @@ import type { AllowlistRule, DatabaseRecord, Engine } from '../domain/database.t
 import type { BackupRecord, BackupSchedule, RecoveryWindow } from '../domain/backup-records.ts';
 import type { Credentials } from '../domain/cluster-port.ts';
 import type { ConnectionDetails } from '../domain/connection.ts';
+import type { EngineOffer } from '../domain/engines.ts';
 
 export function databaseJson(db: DatabaseRecord): Record<string, unknown> {
   return {
@@ -95,4 +96,17 @@ export function connectionJson(i: ConnectionDetails): Record<string, unknown> {
   out.external_url = x ? url(engine, c, x.host, x.port, db) : null;
   out.external_url_ro = x ? url(engine, c, x.hostRo, x.portRo, db) : null;
   return out;
+}
+
+export function engineJson(e: EngineOffer): Record<string, unknown> {
+  return {
+    engine: e.engine,
+    server: e.server,
+    versions: e.versions,
+    default_version: e.defaultVersion,
+    instance_types: e.instanceTypes,
+    default_instance_type: e.defaultInstanceType,
+    replicas: { min: e.replicas.min, max: e.replicas.max, default: e.replicas.default, odd_only: e.replicas.oddOnly, shrinks: e.replicas.shrinks },
+    storage_gb: e.storageGb,
+  };
 }
