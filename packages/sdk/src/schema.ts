@@ -411,7 +411,7 @@ export interface paths {
                                 /** @description accepted values of postgres_version / mysql_version */
                                 versions: string[];
                                 default_version: string;
-                                /** @description accepted values of instance_type (mysql: svc.small or larger) */
+                                /** @description accepted values of instance_type (mysql: every one but svc.nano) */
                                 instance_types: ("svc.nano" | "svc.micro" | "svc.small" | "svc.medium" | "svc.large" | "svc.xlarge")[];
                                 /** @enum {string} */
                                 default_instance_type: "svc.nano" | "svc.micro" | "svc.small" | "svc.medium" | "svc.large" | "svc.xlarge";

@@ -85,7 +85,7 @@ export function register(program: Command): void {
       .command('create <name>')
       .description('Provision a database (status creating, then running)')
       .option('--engine <engine>', 'postgresql (default) or mysql')
-      .option('--instance-type <type>', 'svc.nano (postgresql default) to svc.xlarge; mysql needs svc.small or more')
+      .option('--instance-type <type>', 'svc.nano (postgresql default) to svc.xlarge; mysql: svc.micro or more (default svc.small)')
       .option('--storage-gb <n>', 'disk size', integer)
       .option('--version <major>', 'engine version (postgres_version / mysql_version)')
       .option('--replicas <n>', 'read replicas (mysql: odd counts)', integer)

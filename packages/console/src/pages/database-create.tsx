@@ -40,7 +40,7 @@ const FIELDS = ['name', 'engine', 'postgres_version', 'mysql_version', 'instance
 export function localProblems(engine: Engine, instanceType: InstanceType, replicas: number, offer?: EngineOffer): Partial<Record<string, string>> {
   const problems: Partial<Record<string, string>> = {};
   if (engine === 'mysql' && instanceType === 'svc.nano')
-    problems.instance_type = 'mysql databases need svc.small or larger; svc.nano is not available for mysql';
+    problems.instance_type = 'svc.nano is not available for mysql: choose svc.micro or larger (svc.small is the default)';
   else if (offer && !offer.instance_types.includes(instanceType))
     problems.instance_type = `${instanceType} is not offered for ${engine} on this cluster: ${offer.instance_types.join(', ')}`;
   if (engine === 'mysql' && replicas % 2 === 0) problems.replicas = 'must be an odd number (1, 3, 5, ...) for mysql';
@@ -235,7 +235,7 @@ function MysqlRules({ offer }: { offer: EngineOffer | undefined }) {
       <h2 id="mysql-rules-title">MySQL rules</h2>
       <ul>
         <li>
-          No <code>svc.nano</code>: MySQL needs <code>svc.small</code> or larger (the default).
+          No <code>svc.nano</code>: MySQL runs on <code>svc.micro</code> or larger (<code>svc.small</code> is the default).
         </li>
         <li>
           <strong>Replicas</strong> count the instances in the set, the primary included, and must be odd: 1, 3 or 5. An even count is refused.

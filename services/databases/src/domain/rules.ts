@@ -36,7 +36,7 @@ export const oddReplicasOnly = (engine: Engine): boolean => engine === 'mysql';
 
 function checkInstanceType(engine: Engine, type: InstanceType): InstanceType {
   if (!instanceTypesOf(engine).includes(type)) {
-    throw invalid('instance_type', 'mysql databases need svc.small or larger; svc.nano is not available for mysql');
+    throw invalid('instance_type', 'svc.nano is not available for mysql: choose svc.micro or larger (svc.small is the default)');
   }
   return type;
 }

@@ -182,7 +182,7 @@ export const engineList = z.object({
       server: z.string().describe('the server that runs: PostgreSQL, MySQL, or MariaDB for mysql on docker'),
       versions: z.array(z.string()).describe('accepted values of postgres_version / mysql_version'),
       default_version: z.string(),
-      instance_types: z.array(z.enum(INSTANCE_TYPE_NAMES)).describe('accepted values of instance_type (mysql: svc.small or larger)'),
+      instance_types: z.array(z.enum(INSTANCE_TYPE_NAMES)).describe('accepted values of instance_type (mysql: every one but svc.nano)'),
       default_instance_type: z.enum(INSTANCE_TYPE_NAMES),
       replicas: z
         .object({ min: z.number().int(), max: z.number().int(), default: z.number().int(), odd_only: z.boolean(), shrinks: z.boolean() })
