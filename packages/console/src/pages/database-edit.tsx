@@ -1,12 +1,14 @@
 // Edit a database: what the contract's PATCH takes — its name, instance type, storage
 // (grows only) and external access — filled with what it has now. Only what changed is
-// sent; the API's 400 or 409 shows at the field it names.
+// sent; the API's 400 or 409 shows at the field it names. Instance types are checked
+// against the cluster's offer (database-engines.tsx) when it was read, else the contract's rule.
 import { useState } from 'preact/hooks';
 import { unwrap, type paths } from '../api.ts';
 import { useMutation } from '../data.ts';
 import { useSession } from '../session.ts';
 import { Field, FormError, TextField } from '../ui.tsx';
 import { INSTANCE_TYPES, localProblems, NAME_MAX, type InstanceType } from './database-create.tsx';
+import { useEngineOffers } from './database-engines.tsx';
 import type { DatabaseTabProps } from './databases.tsx';
 
 const ONE = '/api/v1/workspaces/{workspaceID}/vpcs/{vpcID}/databases/{databaseID}' as const;
@@ -22,8 +24,9 @@ export function EditDatabase({ db, path }: DatabaseTabProps) {
   const [saved, setSaved] = useState(false);
   const save = useMutation((body: PatchBody) => unwrap(client.PATCH(ONE, { params: { path }, body })));
   const err = save.error;
-  // MySQL's rule on sizes, said before submit (replicas are not changed here: 1 keeps their rule quiet).
-  const problem = localProblems(db.engine, instanceType, db.engine === 'mysql' ? 1 : 0).instance_type;
+  const offer = useEngineOffers(client).data?.items.find((o) => o.engine === db.engine);
+  // The sizes the engine runs on, said before submit (replicas are not changed here: 1 keeps their rule quiet).
+  const problem = localProblems(db.engine, instanceType, db.engine === 'mysql' ? 1 : 0, offer).instance_type;
   const body: PatchBody = {};
   if (name.trim() !== db.name) body.name = name.trim();
   if (instanceType !== db.instance_type) body.instance_type = instanceType;
