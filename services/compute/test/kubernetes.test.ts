@@ -97,13 +97,16 @@ describe('kubernetes adapter', () => {
     expect(fake.requests.filter((r) => r.method === 'PATCH').every((r) => r.query.includes('fieldManager=pier-compute'))).toBe(true);
   });
 
-  it("applies a VPC's namespace and policies once for several services in a row, not once per service", async () => {
+  it("applies a VPC's namespace and policies once for several services created in a row, not once per service", async () => {
     const fresh = KubernetesCluster.fromKubeconfig(kubeconfig, log);
     const other = { workspaceId, vpcId: randomUUID() };
     const vpcObjects = () => fake.requests.filter((r) => r.method === 'PATCH' && /\/(namespaces|networkpolicies)\/[^/]+$/.test(r.path)).length;
     const before = vpcObjects();
-    await fresh.ensureVpc(other);
-    for (const name of ['one', 'two', 'three']) await fresh.apply(workloadSpec(other, { name, image: 'registry.example/app:v1', port: 8080 }, []));
+    // What a create does: the VPC, then the service's objects.
+    for (const name of ['one', 'two', 'three']) {
+      await fresh.ensureVpc(other);
+      await fresh.apply(workloadSpec(other, { name, image: 'registry.example/app:v1', port: 8080 }, []));
+    }
     expect(vpcObjects() - before).toBe(3);
     expect(fake.get('v1', 'Namespace', undefined, vpcNamespace(other.vpcId))).toBeDefined();
   });
