@@ -16,7 +16,8 @@
  * Not part of `pnpm bench` (a few minutes, and its figures are compute's alone).
  * Env: PIER_BENCH_GROWTH_SERVICES (1000), PIER_BENCH_GROWTH_VPCS (50),
  * PIER_BENCH_GROWTH_CONCURRENCY (16 creates in flight), PIER_BENCH_GROWTH_KUBELET (on; off:
- * the fake's own small pods, one event each), PIER_BENCH_GROWTH_SETTLE_SECONDS (10,
+ * the fake's own small pods, one event each), PIER_BENCH_GROWTH_TLS (on: compute reaches the
+ * fake through bench/tls-front.ts, over TLS as it reaches a real API server; off: plain HTTP), PIER_BENCH_GROWTH_SETTLE_SECONDS (10,
  * after all are running), PIER_BENCH_GROWTH_NODE_FLAGS (extra node flags for compute, e.g.
  * `--max-semi-space-size=1`; MALLOC_ARENA_MAX and the like pass through the environment),
  * PIER_BENCH_HEAP_SNAPSHOT=<dir> (a heap snapshot at each point, for
@@ -38,6 +39,7 @@ import { residentMb } from './scale-processes.ts';
 import { snapshot } from './cpu.ts';
 import { memoryProbe, probeFigures, type MemoryFigures } from './memory-probe.ts';
 import { FakeKubelet } from './fake-kubelet.ts';
+import { startTlsFront } from './tls-front.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const int = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
@@ -66,6 +68,8 @@ async function allRunning(agent: http.Agent, port: number, vpcs: Vpc[], count: n
 const fake = await new FakeKubernetes({ watch: true }).start();
 const kubelet = process.env.PIER_BENCH_GROWTH_KUBELET === 'off' ? undefined : new FakeKubelet(fake);
 kubelet?.start();
+// Compute reaches the fake over TLS, as it reaches a real API server.
+const tls = process.env.PIER_BENCH_GROWTH_TLS === 'off' ? undefined : await startTlsFront(fake.url);
 const infra = await startInfra();
 const testDb = await createTestDatabase(infra.postgresAdminUrl);
 let compute: ServiceProcess | undefined;
@@ -86,7 +90,7 @@ try {
       PIER_DATABASE_URL: testDb.urls.compute,
       PIER_COMPUTE_HTTP_PORT: String(port),
       PIER_CLUSTER: 'kubernetes',
-      PIER_KUBECONFIG: await fake.writeKubeconfig(),
+      PIER_KUBECONFIG: await fake.writeKubeconfig(tls?.url),
       PIER_COMPUTE_LOG_SCAN_MS: String(86_400_000),
       PIER_COMPUTE_SWEEP_INTERVAL_SECONDS: String(86_400),
       PIER_EDGE_INGRESS_CLASS: 'pier-bench-none',
@@ -117,7 +121,7 @@ try {
   const vpcs = await makeVpcs(keys.privateJwk, vpcCount);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
   console.log(
-    `compute bundled, kubernetes (fake API server with watches${kubelet ? ', pods grown to a real size' : ''}), ${services} services over ${vpcCount} VPCs; MB (2^20 bytes)`,
+    `compute bundled, kubernetes (fake API server with watches${kubelet ? ', pods grown to a real size' : ''}${tls ? ', over TLS' : ''}), ${services} services over ${vpcCount} VPCs; MB (2^20 bytes)`,
   );
   if (nodeFlags.length || process.env.MALLOC_ARENA_MAX)
     console.log(`node flags: ${nodeFlags.join(' ') || 'none'}; MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX ?? 'unset'}`);
@@ -167,6 +171,7 @@ try {
 } finally {
   await compute?.stop();
   kubelet?.stop();
+  await tls?.stop();
   await fake.stop();
   await testDb.drop().catch(() => undefined);
   await infra.stop();
