@@ -20,21 +20,12 @@ import { generateIdentityKeys } from '@pier/kit';
 import { createTestDatabase, freePort } from '@pier/testing';
 import { ServiceProcess } from '../deploy/local/children.ts';
 import { startInfra } from './infra.ts';
+import { memoryProbe, probeFigures, type MemoryFigures } from './memory-probe.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const idleSeconds = Number(process.env.PIER_BENCH_MEMORY_IDLE_SECONDS ?? 15);
 const rounds = Number(process.env.PIER_BENCH_MEMORY_ROUNDS ?? 2);
 const snapshotDir = process.env.PIER_BENCH_HEAP_SNAPSHOT;
-
-// Measures first, then snapshots: writing a snapshot collects garbage and grows the heap.
-const PROBE = `import v8 from 'node:v8';
-process.on('SIGUSR2', () => {
-  const usage = process.memoryUsage();
-  const dir = process.env.PIER_MEMORY_SNAPSHOT_DIR;
-  const file = dir ? v8.writeHeapSnapshot(dir + '/compute-' + process.pid + '.heapsnapshot') : undefined;
-  process.stderr.write('pier-memory ' + JSON.stringify({ ...usage, file }) + '\\n');
-});`;
-const probe = ['--import', `data:text/javascript,${encodeURIComponent(PROBE)}`];
 
 interface Variant {
   entry: string;
@@ -49,14 +40,7 @@ const VARIANTS: Record<string, Variant> = {
   'bundle+semi': { entry: bundle, javascript: true, nodeArgs: ['--max-semi-space-size=1'] },
 };
 
-interface Figures {
-  rss: number;
-  heapTotal: number;
-  heapUsed: number;
-  external: number;
-  arrayBuffers: number;
-  file?: string;
-}
+type Figures = MemoryFigures;
 
 const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(1).padStart(6);
 
@@ -72,9 +56,10 @@ async function measure(name: string, variant: Variant, env: NodeJS.ProcessEnv): 
     `http://127.0.0.1:${port}/healthz`,
     {
       javascript: variant.javascript,
-      nodeArgs: [...probe, ...variant.nodeArgs],
+      nodeArgs: [...memoryProbe, ...variant.nodeArgs],
       onLine: (_service, line) => {
-        if (line.startsWith('pier-memory ')) figures!(JSON.parse(line.slice('pier-memory '.length)) as Figures);
+        const probed = probeFigures(line);
+        if (probed) figures!(probed);
         else if (line.trim()) process.stdout.write(`  [${name}] ${line.slice(0, 300)}\n`);
       },
     },

@@ -271,10 +271,16 @@ function statusOf(err: unknown): number | undefined {
 }
 
 /**
+ * The pod conditions the adapters read (Ready, and PodScheduled for an unschedulable pod);
+ * a running pod has five, and the other three were an eighth of a kept pod's heap.
+ */
+const READ_CONDITIONS = new Set(['Ready', 'PodScheduled']);
+
+/**
  * What the adapters read of a pod to judge it, and nothing else: names, labels, times,
- * phase, reason and message, conditions and container states, and whether a container has a
- * readiness probe. A pod's spec and managed fields stay out (a kept pod costs well under
- * 1 KB instead of several).
+ * phase, reason and message, the conditions read and container states, and whether a
+ * container has a readiness probe. A pod's spec and managed fields stay out (a kept pod of a
+ * real cluster costs about 1.4 KB of heap, against its 6 KB of JSON).
  */
 export function slimPod(raw: RawObject, keepLabels?: readonly string[]): V1Pod {
   // The wire JSON has the model's field names (times are strings, which every reader passes to `new Date`).
@@ -297,7 +303,9 @@ export function slimPod(raw: RawObject, keepLabels?: readonly string[]): V1Pod {
       reason: status.reason,
       message: status.message,
       podIP: status.podIP,
-      conditions: (status.conditions ?? []).map((c) => ({ type: c.type, status: c.status, reason: c.reason, message: c.message })),
+      conditions: (status.conditions ?? [])
+        .filter((c) => READ_CONDITIONS.has(c.type))
+        .map((c) => ({ type: c.type, status: c.status, reason: c.reason, message: c.message })),
       containerStatuses: (status.containerStatuses ?? []).map(container),
     },
   } as V1Pod;

@@ -55,6 +55,15 @@ describe('the pod watch', () => {
       expect(JSON.stringify(kept)).not.toContain(image);
       // Of the labels, only those a status or the sweep reads.
       expect(Object.keys(kept[0]!.metadata!.labels!).sort()).toEqual(['app.kubernetes.io/name', 'pier.dev/deployment', 'pier.dev/role', 'pier.dev/service']);
+      // Of a real kubelet's five conditions, only those a status reads.
+      const pod = own.list('Pod', vpcNamespace(scope.vpcId))[0]!;
+      const conditions = ['PodReadyToStartContainers', 'Initialized', 'Ready', 'ContainersReady', 'PodScheduled'].map((type) => ({ type, status: 'True' }));
+      own.setStatus('v1', 'Pod', pod.metadata.namespace, pod.metadata.name, { ...pod.status, conditions });
+      const updated = await until(
+        async () => cluster.pods!.items(vpcNamespace(scope.vpcId))!.find((p) => p.metadata!.name === pod.metadata.name),
+        (p) => !!p?.status?.conditions?.some((c) => c.type === 'PodScheduled'),
+      );
+      expect(updated!.status!.conditions!.map((c) => c.type)).toEqual(['Ready', 'PodScheduled']);
 
       await until(
         async () => cluster.pods!.items(vpcNamespace(other.vpcId)),
