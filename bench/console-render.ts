@@ -68,12 +68,12 @@ async function timeline(page: Page): Promise<string> {
 
 /** The reads the page makes, once each, so their first-call costs (JIT, connections) are not the browser's. */
 async function warmServer(gatewayUrl: string, token: string): Promise<void> {
-  const get = async (path: string) => {
-    const res = await fetch(`${gatewayUrl}${path}`, { headers: { authorization: `Bearer ${token}` } });
+  const get = async (path: string, accept = 'application/json') => {
+    const res = await fetch(`${gatewayUrl}${path}`, { headers: { authorization: `Bearer ${token}`, accept } });
     if (!res.ok) throw new Error(`GET ${path}: ${res.status}`);
     return res.headers.get('content-type')?.includes('json') ? ((await res.json()) as { items?: { id: string }[] }) : (await res.text(), {});
   };
-  await get('/services');
+  await get('/services', 'text/html');
   await get('/console-config.json');
   await get('/api/v1/me');
   const ws = (await get('/api/v1/workspaces?limit=200')).items?.[0]?.id;
