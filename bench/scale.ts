@@ -33,9 +33,12 @@
  * Env: PIER_BENCH_SCALE_SERVICES (10000), PIER_BENCH_SCALE_DATABASES (2000),
  * PIER_BENCH_SCALE_VPCS (500), PIER_BENCH_SCALE_CONCURRENCY (24 creates in flight),
  * PIER_BENCH_SCALE_LISTS (100 timed lists of each kind), PIER_BENCH_SCALE_FAKE_NODES (4),
- * PIER_TEST_KUBECONFIG (default /tmp/pier-kube/kubeconfig).
+ * PIER_TEST_KUBECONFIG (default /tmp/pier-kube/kubeconfig), PIER_BENCH_SCALE_LOG (every line
+ * the services print; default a file under the system's temporary directory).
  */
+import { createWriteStream } from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generateIdentityKeys, vpcNamespace } from '@pier/kit';
@@ -122,9 +125,17 @@ export async function benchScale(opts: { infra?: Infra; log?: (line: string) => 
 
     const keys = await generateIdentityKeys();
     const [computePort, databasesPort] = [await freePort(), await freePort()];
-    // What the services logged (warnings and worse): the first lines and the last, and how many.
+    // What the services logged (warnings and worse): the first lines and the last, and how
+    // many; every line also goes to a file, which outlives a run stopped half way.
     const warnings = { first: [] as string[], last: [] as string[], count: 0 };
+    const logFile = process.env.PIER_BENCH_SCALE_LOG ?? path.join(os.tmpdir(), `pier-scale-${process.pid}.log`);
+    const logStream = createWriteStream(logFile, { flags: 'a' });
+    log(`  the services' output: ${logFile}`);
+    const onExit = (service: string, code: number | null, signal: NodeJS.Signals | null) => {
+      if (!cleaning) log(`  ${service} exited (code ${code}, signal ${signal}); its last lines are in ${logFile}`);
+    };
     const onLine = (service: string, line: string) => {
+      logStream.write(`${new Date().toISOString()} [${service}] ${line}\n`);
       const entry = `[${service}] ${line.slice(0, 300)}`;
       warnings.count++;
       if (warnings.first.length < 10) warnings.first.push(entry);
@@ -153,7 +164,7 @@ export async function benchScale(opts: { infra?: Infra; log?: (line: string) => 
         PIER_EDGE_INGRESS_CLASS: 'pier-bench-none',
       },
       `http://127.0.0.1:${computePort}/healthz`,
-      { onLine, javascript: true },
+      { onLine, onExit, javascript: true },
     );
     const databasesService = new ServiceProcess(
       'databases',
@@ -167,7 +178,7 @@ export async function benchScale(opts: { infra?: Infra; log?: (line: string) => 
         PIER_DATABASES_STORAGE_CLASS: KWOK_STORAGE_CLASS,
       },
       `http://127.0.0.1:${databasesPort}/healthz`,
-      { onLine, javascript: true },
+      { onLine, onExit, javascript: true },
     );
     for (const p of [compute, databasesService]) {
       processes.push(p);

@@ -11,6 +11,8 @@ export interface ServiceProcessOptions {
   nodeArgs?: string[];
   /** The entry is JavaScript already (a bundle of deploy/platform/bundle.ts): plain node, without tsx's loader. */
   javascript?: boolean;
+  /** Told when the process ends, however it ends (a benchmark says so at once, not at its end). */
+  onExit?: (service: string, code: number | null, signal: NodeJS.Signals | null) => void;
 }
 
 const printPrefixed = (service: string, line: string) => process.stdout.write(`[${service}] ${line}\n`);
@@ -38,6 +40,7 @@ export class ServiceProcess {
     const [cmd, argv] = this.options.parentDeath?.wrap(process.execPath, args, 'SIGTERM') ?? [process.execPath, args];
     const child = spawn(cmd, argv, { cwd, env: this.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
+    child.on('exit', (code, signal) => this.options.onExit?.(this.name, code, signal));
     const onLine = this.options.onLine ?? printPrefixed;
     for (const [stream, name] of [
       [child.stdout!, 'stdout'],
