@@ -11,6 +11,7 @@
 // each screen: axe-core finds nothing serious, no CSP violation, no console error beyond
 // the browser's own lines for the API's deliberate 4xx answers, no sideways scroll at 390 px.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until } from '@pier/testing';
 import type { Browser, Page } from 'playwright-core';
 import { axe, checkScreen, launchChromium, noSidewaysScroll, openTab, signIn } from './console-support.ts';
 import { buildConsole } from '../../packages/console/scripts/build.ts';
@@ -210,7 +211,15 @@ describe('the console’s database screens in chromium', () => {
     await page.getByLabel('Into VPC').selectOption({ label: 'console-db-other' });
     await page.getByRole('button', { name: 'Fork', exact: true }).click();
     await page.getByRole('status').filter({ hasText: 'console-fork is being created in VPC console-db-other' }).waitFor();
-    const forks = (await owner.get(`/api/v1/workspaces/${p.bootstrap.workspaceId}/vpcs/${otherVpcId}/databases`)).body.items;
+    // The list reads each database's state from the engine: under a loaded machine that read
+    // may answer 503 for a moment (a CI run once got no list here); it is read until it answers.
+    const otherList = await until(
+      () => owner.get(`/api/v1/workspaces/${p.bootstrap.workspaceId}/vpcs/${otherVpcId}/databases`),
+      (r) => r.status === 200,
+      30_000,
+      500,
+    );
+    const forks = otherList.body.items;
     expect(forks).toMatchObject([{ name: 'console-fork', source: { kind: 'fork', database_id: databaseId } }]);
 
     // A restore into a new database: its own screen shows the progress until running.
