@@ -152,7 +152,8 @@ export function kubernetesFault(err: unknown): ClusterFault | undefined {
   // fetch's own failures, and the request deadline (kubernetes.ts) aborting the call.
   const e = err as { name?: unknown; message?: unknown } | undefined;
   const message = String(e?.message ?? '');
-  if (e?.name === 'AbortError' || e?.name === 'TimeoutError') return { kind: 'unreachable', code: 'timeout', detail: message };
+  // node-fetch says "The user aborted a request." for our own deadline: named for what it is.
+  if (e?.name === 'AbortError' || e?.name === 'TimeoutError') return { kind: 'unreachable', code: 'timeout', detail: 'no answer before the request deadline' };
   if (/fetch failed|socket hang up|ECONNREFUSED|network|abort|timeout/i.test(message)) return { kind: 'unreachable', code: 'network', detail: message };
   return undefined;
 }

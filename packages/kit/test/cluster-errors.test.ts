@@ -5,9 +5,9 @@ import net from 'node:net';
 import { once } from 'node:events';
 import { afterAll, describe, expect, it } from 'vitest';
 import Docker from 'dockerode';
-import { ApiException } from '@kubernetes/client-node';
+import { ApiException, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { dockerFault, isDockerNotFound, isKubernetesNotFound, kubernetesFault, pgErrorOf, unreachableCode } from '../src/index.ts';
-import { kubeletCatchingUp } from '../src/kubernetes.ts';
+import { kubeletCatchingUp, kubernetesApiConfiguration } from '../src/kubernetes.ts';
 
 const docker = new Docker();
 const created: { network: string[]; container: string[] } = { network: [], container: [] };
@@ -117,6 +117,26 @@ describe('kubernetesFault', () => {
   it("reads fetch's own failure on a refused connection as unreachable", async () => {
     const err = await fetch('http://127.0.0.1:1/').catch((e: unknown) => e);
     expect(kubernetesFault(err)).toMatchObject({ kind: 'unreachable' });
+  });
+
+  it('names the request deadline passing, not "The user aborted a request."', async () => {
+    // An API server that takes the connection and never answers.
+    const server = net.createServer(() => undefined).listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const kc = new KubeConfig();
+      const { port } = server.address() as net.AddressInfo;
+      kc.loadFromOptions({
+        clusters: [{ name: 'c', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
+        users: [{ name: 'u' }],
+        contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+        currentContext: 'x',
+      });
+      const err = await thrown(new CoreV1Api(kubernetesApiConfiguration(kc, 200)).listNamespace());
+      expect(kubernetesFault(err)).toEqual({ kind: 'unreachable', code: 'timeout', detail: 'no answer before the request deadline' });
+    } finally {
+      server.close();
+    }
   });
 });
 
