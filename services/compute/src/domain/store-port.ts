@@ -7,6 +7,8 @@ import type { ServiceStatus } from './services/status.ts';
 import type { EnvEntry } from './env/env-input.ts';
 
 export interface NewService extends ServiceConfig {
+  /** Chosen by the caller, which holds the service's lock before the row exists. */
+  id: string;
   workspace_id: string;
   vpc_id: string;
   status: ServiceStatus;

@@ -8,6 +8,15 @@ type Db = Knex | Knex.Transaction;
 
 const SERVICE_JSON = ['command', 'args'] as const;
 
+/**
+ * Ids as one PostgreSQL array parameter: `whereIn` binds a parameter an id, and a statement
+ * takes at most 65,535 (a sweep reads the records of every workload at once). An id that is
+ * no UUID matches no row, so it is left out rather than failing the cast.
+ */
+function uuidArray(ids: string[]): string {
+  return `{${ids.filter(isUuid).join(',')}}`;
+}
+
 function serviceRow(r: Record<string, unknown>): Service {
   return r as unknown as Service;
 }
@@ -75,7 +84,7 @@ export class KnexComputeStore implements ComputeStore {
 
   async servicesByIds(ids: string[]): Promise<Service[]> {
     if (ids.length === 0) return [];
-    return (await this.db('services').whereIn('id', ids)).map(serviceRow);
+    return (await this.db('services').whereRaw('id = any(?::uuid[])', [uuidArray(ids)])).map(serviceRow);
   }
 
   async listServices(vpcId: string, page: PageRequest): Promise<Page<Service>> {
@@ -144,7 +153,7 @@ export class KnexComputeStore implements ComputeStore {
 
   async deploymentsByIds(ids: string[]): Promise<Map<string, Deployment>> {
     if (ids.length === 0) return new Map();
-    const rows = await this.db('deployments').whereIn('id', ids);
+    const rows = await this.db('deployments').whereRaw('id = any(?::uuid[])', [uuidArray(ids)]);
     return new Map(rows.map((r: Record<string, unknown>) => [r.id as string, deploymentRow(r)]));
   }
 

@@ -1,4 +1,5 @@
 // Service lifecycle: create, read (with live status), update, delete.
+import { randomUUID } from 'node:crypto';
 import { releaseHostnames } from '../hostnames/hostnames.ts';
 import { ConflictError, UnavailableError, crashPoint, type PageRequest } from '@pier/kit';
 import { WorkloadRejectedError } from '../cluster-port.ts';
@@ -22,8 +23,12 @@ export interface ListResult {
  */
 export async function createService(ctx: ComputeContext, scope: Scope, input: CreateServiceInput): Promise<Service> {
   const config = configFromCreate(input);
-  const row = await ctx.store.insertService({ ...config, workspace_id: scope.workspaceId, vpc_id: scope.vpcId, status: 'creating' });
-  const created = await ctx.locks.run(row.id, async () => {
+  const id = randomUUID();
+  // Held from before the row exists, as the databases' create does: a sibling instance's
+  // start-up pass settles every unprovisioned row it can lock, and must not take this
+  // request's own row for a crash's.
+  const created = await ctx.locks.run(id, async () => {
+    const row = await ctx.store.insertService({ id, ...config, workspace_id: scope.workspaceId, vpc_id: scope.vpcId, status: 'creating' });
     try {
       try {
         await ctx.cluster.ensureVpc(scope);

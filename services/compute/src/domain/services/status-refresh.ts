@@ -11,12 +11,16 @@ export interface Refreshed {
   clusterCalls: number;
 }
 
-/** Resyncs `services` (all of one VPC) with the cluster and returns them as they now stand. */
-export async function refreshStatuses(ctx: ComputeContext, scope: Scope, services: Service[]): Promise<Refreshed> {
+/**
+ * Resyncs `services` (all of one VPC) with the cluster and returns them as they now stand.
+ * `known`: their current deployments, when the caller read them already (a sweep reads every
+ * VPC's at once).
+ */
+export async function refreshStatuses(ctx: ComputeContext, scope: Scope, services: Service[], known?: Map<string, Deployment>): Promise<Refreshed> {
   // A restore stops the replicas on purpose: its status is the restore's to set (disk-backups/disk-restore.ts).
   const live = services.filter((s) => !s.deleted_at && s.status !== 'deleting' && s.status !== 'restoring');
   if (live.length === 0) return { services, clusterCalls: 0 };
-  const deployments = await ctx.store.deploymentsByIds(live.map((s) => s.current_deployment_id).filter((id): id is string => id !== null));
+  const deployments = known ?? (await ctx.store.deploymentsByIds(currentDeploymentIds(live)));
   const { observations, calls } = await ctx.cluster.observeMany(
     scope,
     live.map((s) => targetOf(s, s.current_deployment_id ? deployments.get(s.current_deployment_id) : undefined)),
@@ -59,4 +63,8 @@ export async function refreshStatuses(ctx: ComputeContext, scope: Scope, service
   });
   ctx.eventsWritten();
   return { services: services.map((s) => ready(updated.get(s.id) ?? s)), clusterCalls: calls };
+}
+
+export function currentDeploymentIds(services: Service[]): string[] {
+  return services.map((s) => s.current_deployment_id).filter((id): id is string => id !== null);
 }
