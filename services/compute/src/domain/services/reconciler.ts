@@ -128,7 +128,10 @@ async function sweep(ctx: ComputeContext, each: SettleEach, cursors: ChangeCurso
   cursors.swept = cursor;
   const scopes = (await ctx.store.serviceVpcs()).filter((scope) => !changed || changed.has(scope.vpcId));
   if (scopes.length === 0) return 0;
-  const restingList = (await ctx.store.servicesInStatus([...SETTLED], changed && scopes.map((s) => s.vpcId))).filter((s) => s.current_deployment_id);
+  // Those of VPCs this pass's observe refreshed already are left out (after a start every VPC counts as changed).
+  const restingList = (await ctx.store.servicesInStatus([...SETTLED], changed && scopes.map((s) => s.vpcId))).filter(
+    (s) => s.current_deployment_id && !cursors.refreshed.has(s.vpc_id),
+  );
   const resting = byVpc(restingList);
   // The database is read a fixed number of times whatever the number of VPCs: a full sweep
   // of 500 VPCs read their deployments and records VPC by VPC, 1,000 statements.
@@ -138,7 +141,7 @@ async function sweep(ctx: ComputeContext, each: SettleEach, cursors: ChangeCurso
     // A replica that crashed, or came back, with nobody reading the service: its status
     // and event go out now rather than at the next read (one observation per VPC).
     const services = resting.get(scope.vpcId);
-    if (services && !cursors.refreshed.has(scope.vpcId)) await refreshStatuses(ctx, scope, services, deployments);
+    if (services) await refreshStatuses(ctx, scope, services, deployments);
     workloads.push(...(await ctx.cluster.workloads(scope)));
   }
   // One read of the records; only a workload that looks out of step with its record is
