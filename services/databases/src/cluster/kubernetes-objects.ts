@@ -37,7 +37,7 @@ export abstract class KubernetesObjects {
         // compute answers a cluster that cannot prepare a VPC; never a bare 500.
         throw new UnavailableError(`kubernetes refused the change (${fault.status}): ${fault.reason}`, 'cluster_error');
       }
-      throw new UnavailableError(`kubernetes API unreachable: ${fault?.detail ?? (err as Error)?.message ?? err}`, 'cluster_unavailable');
+      throw clusterUnavailable(`kubernetes API unreachable: ${fault?.detail ?? (err as Error)?.message ?? err}`);
     }
   }
 
