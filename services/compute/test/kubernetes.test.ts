@@ -417,6 +417,35 @@ describe('compute and secrets on kubernetes', () => {
     expect((await status(kept.body.id)).status).toBe('running');
   });
 
+  it('applies again the workload of a running service that was removed outside Pier', async () => {
+    const kns = vpcNamespace(c.vpcId);
+    const created = await c.post(c.base, { name: 'removed', image: 'registry.example/removed:1', service_type: 'worker' });
+    expect(created.status).toBe(201);
+    await until(
+      () => status(created.body.id),
+      (s) => s.status === 'running',
+    );
+    const deployment = fake.get('apps/v1', 'Deployment', kns, 'removed')!;
+    // Deleted by hand (kubectl delete deployment): its pods go with it.
+    const res = await fetch(`${fake.url}/apis/apps/v1/namespaces/${kns}/deployments/removed`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${fake.token}` },
+    });
+    expect(res.status).toBe(200);
+    expect(fake.list('Pod', kns).filter((p) => p.metadata.labels?.['pier.dev/service'] === created.body.id)).toEqual([]);
+    // The sweep (every 5 s here) applies the current deployment again, as it was.
+    const back = await until(
+      async () => fake.get('apps/v1', 'Deployment', kns, 'removed'),
+      (d) => d !== undefined,
+      20_000,
+    );
+    expect(back!.spec.template).toEqual(deployment.spec.template);
+    await until(
+      () => status(created.body.id),
+      (s) => s.status === 'running',
+    );
+  });
+
   it('records a crash that nobody reads: the sweep moves a running service to crashed and writes its event', async () => {
     const image = `registry.example/falls-over-${randomBytes(3).toString('hex')}:1`;
     const created = await c.post(c.base, { name: 'unwatched', image, service_type: 'worker' });

@@ -15,6 +15,8 @@
 //
 //   workload of no live service             deleted
 //   service running another deployment too  its current deployment applied again (the rollout undone)
+//   resting service with nothing running    its current deployment applied again (its workload was
+//                                           removed outside Pier: it reads `crashed` until it is back)
 //
 // Where the cluster says what changed (kubernetes' pod watch: ClusterPort.changes), a sweep
 // looks only at the VPCs whose pods changed since the last one, so its cost follows the
@@ -22,13 +24,13 @@
 // every VPC, for what a watch cannot show (a settle skipped because its service was busy).
 import { Reconciler, pendingStep, type ReconcileTimes, type SettleEach } from '@pier/kit';
 import type { ComputeContext } from '../context.ts';
-import type { Service } from '../records.ts';
+import type { Deployment, Service } from '../records.ts';
 import type { ServiceStatus } from './status.ts';
 import type { Workload } from '../cluster-port.ts';
 import { currentDeploymentIds, refreshStatuses } from './status-refresh.ts';
 import { teardown } from './services.ts';
 import { finishPendingRollout } from './rollouts.ts';
-import { refOf, specOf } from '../context.ts';
+import { refOf, specOf, targetOf } from '../context.ts';
 
 /** Statuses a service rests in: a rollout of it is not under way (its old replicas may still be leaving). */
 const SETTLED = new Set<ServiceStatus>(['running', 'crashed', 'scaled']);
@@ -128,11 +130,9 @@ async function sweep(ctx: ComputeContext, each: SettleEach, cursors: ChangeCurso
   cursors.swept = cursor;
   const scopes = (await ctx.store.serviceVpcs()).filter((scope) => !changed || changed.has(scope.vpcId));
   if (scopes.length === 0) return 0;
+  const restingList = (await ctx.store.servicesInStatus([...SETTLED], changed && scopes.map((s) => s.vpcId))).filter((s) => s.current_deployment_id);
   // Those of VPCs this pass's observe refreshed already are left out (after a start every VPC counts as changed).
-  const restingList = (await ctx.store.servicesInStatus([...SETTLED], changed && scopes.map((s) => s.vpcId))).filter(
-    (s) => s.current_deployment_id && !cursors.refreshed.has(s.vpc_id),
-  );
-  const resting = byVpc(restingList);
+  const toRefresh = byVpc(restingList.filter((s) => !cursors.refreshed.has(s.vpc_id)));
   // The database is read a fixed number of times whatever the number of VPCs: a full sweep
   // of 500 VPCs read their deployments and records VPC by VPC, 1,000 statements.
   const deployments = await ctx.store.deploymentsByIds(currentDeploymentIds(restingList));
@@ -140,20 +140,44 @@ async function sweep(ctx: ComputeContext, each: SettleEach, cursors: ChangeCurso
   for (const scope of scopes) {
     // A replica that crashed, or came back, with nobody reading the service: its status
     // and event go out now rather than at the next read (one observation per VPC).
-    const services = resting.get(scope.vpcId);
+    const services = toRefresh.get(scope.vpcId);
     if (services) await refreshStatuses(ctx, scope, services, deployments);
     workloads.push(...(await ctx.cluster.workloads(scope)));
   }
-  // One read of the records; only a workload that looks out of step with its record is
-  // settled, under its lock and with its record read again (a per-workload lock and read
-  // made the sweep cost ~2 ms a service).
-  const records = new Map((await ctx.store.servicesByIds(workloads.map((w) => w.serviceId))).map((s) => [s.id, s]));
-  return each(
+  // The records of the workloads, from what was read above where it has them (at rest, that
+  // is nearly every one) and one read of the others; only a workload that looks out of step
+  // with its record is settled, under its lock and with its record read again (a per-workload
+  // lock and read made the sweep cost ~2 ms a service).
+  const records = new Map(restingList.map((s) => [s.id, s]));
+  for (const s of await ctx.store.servicesByIds(workloads.filter((w) => !records.has(w.serviceId)).map((w) => w.serviceId))) records.set(s.id, s);
+  const settled = await each(
     'settle a workload',
     workloads.filter((w) => outOfStep(w, records.get(w.serviceId))),
     (w) => w.serviceId,
     (w) => settleWorkload(ctx, w),
   );
+  const present = new Set(workloads.map((w) => w.serviceId));
+  const missing = restingList.filter((s) => !present.has(s.id) && wantsReplicas(s, deployments.get(s.current_deployment_id!)));
+  return (
+    settled +
+    (await each(
+      'apply a missing workload',
+      missing,
+      (s) => s.id,
+      (s) => restoreWorkload(ctx, s),
+    ))
+  );
+}
+
+/**
+ * Whether the cluster should run something of a service at all times: an applied deployment
+ * of a non-cron service with replicas wanted. A CronJob has no pod between its runs, and a
+ * service scaled to zero (or asleep) none at all.
+ */
+function wantsReplicas(s: Service, d: Deployment | undefined): boolean {
+  if (!d?.applied) return false;
+  const target = targetOf(s, d);
+  return target.serviceType !== 'cron' && target.replicas > 0;
 }
 
 /** Whether a workload differs from its record (none, deleted, or running another deployment) in a way the sweep settles. */
@@ -162,6 +186,23 @@ function outOfStep(w: Workload, s: Service | undefined): boolean {
   // Unprovisioned rows are recovery's; teardowns and rollouts under way settle themselves.
   if (!s.provisioned || !SETTLED.has(s.status) || !s.current_deployment_id) return false;
   return !w.deploymentIds.every((id) => id === s.current_deployment_id);
+}
+
+/**
+ * A resting service of which the cluster runs nothing (its Deployment deleted by hand, a
+ * namespace emptied): its current deployment applied again, as a rollout commits it. False
+ * when, read again under its lock, it no longer needs it.
+ */
+async function restoreWorkload(ctx: ComputeContext, listed: Service): Promise<boolean> {
+  const s = await ctx.store.serviceById(listed.id);
+  if (!s || s.deleted_at || !s.provisioned || !SETTLED.has(s.status) || s.current_deployment_id !== listed.current_deployment_id) return false;
+  const current = await ctx.store.deploymentById(s.current_deployment_id!);
+  if (!current || !wantsReplicas(s, current)) return false;
+  // A replica that appeared meanwhile (a wake, the ReplicaSet catching up) needs nothing.
+  if ((await ctx.cluster.workloads(refOf(s))).some((w) => w.serviceId === s.id)) return false;
+  await ctx.cluster.apply(specOf(s, current));
+  ctx.log.info({ service: s.id, deployment: current.id }, 'applied again the workload of a service the cluster no longer ran');
+  return true;
 }
 
 /** False when the workload already matches its records. */
