@@ -87,6 +87,31 @@ describe('KubernetesEdge on the fake API', () => {
     expect(fake.invalid).toEqual([]);
   });
 
+  it('a compute that starts reads the Ingresses applied before: it sends none again, and removes one whose service left while it was away', async () => {
+    const gone = { ...route(), serviceId: '6f1c2d3e-0000-4000-8000-000000000003', serviceName: 'gone', serviceHost: 'gone-6f1c2d3e.apps.example.com' };
+    await new KubernetesEdge(kubeConfigFrom(kubeconfig), settings, log).sync([route(['www.example.com']), gone]);
+    const applies = () => fake.requests.filter((r) => r.method === 'PATCH' && r.path.includes('/ingresses/')).length;
+    const before = applies();
+    // A new process (a restart, a leader taking over) with the table as it now stands.
+    const restarted = new KubernetesEdge(kubeConfigFrom(kubeconfig), settings, log);
+    await restarted.sync([route(['www.example.com'])]);
+    expect(applies()).toBe(before);
+    expect(fake.get('networking.k8s.io/v1', 'Ingress', ns, 'web')).toBeDefined();
+    expect(fake.get('networking.k8s.io/v1', 'Ingress', ns, 'gone')).toBeUndefined();
+    // A route that changed is applied, once.
+    await restarted.sync([route(['www.example.com', 'shop.example.com'])]);
+    await restarted.sync([route(['www.example.com', 'shop.example.com'])]);
+    expect(applies()).toBe(before + 1);
+    expect((fake.get('networking.k8s.io/v1', 'Ingress', ns, 'web')!.spec as any).rules.map((r: any) => r.host)).toContain('shop.example.com');
+    // An Ingress applied without its hash (by a compute before this one) is applied again, once.
+    delete fake.get('networking.k8s.io/v1', 'Ingress', ns, 'web')!.metadata.annotations;
+    await new KubernetesEdge(kubeConfigFrom(kubeconfig), settings, log).sync([route(['www.example.com', 'shop.example.com'])]);
+    expect(applies()).toBe(before + 2);
+    await restarted.sync([]);
+    expect(fake.list('Ingress', ns)).toEqual([]);
+    expect(fake.invalid).toEqual([]);
+  });
+
   it('asks cert-manager for a certificate and reads its Ready condition', async () => {
     const r = route(['www.example.com']);
     expect(await edge.certify(r, 'www.example.com')).toMatchObject({ status: 'pending' });

@@ -22,7 +22,13 @@ import {
   type IngressSettings,
 } from './kubernetes-edge-manifests.ts';
 import { FIELD_MANAGER, kubernetesCall } from './kubernetes.ts';
-import type { Manifest } from './kubernetes-manifests.ts';
+import { K8S_LABEL, MANAGED_BY, type Manifest } from './kubernetes-manifests.ts';
+
+/** The hash of the Ingress as applied (without this annotation), kept on the Ingress itself. */
+const APPLIED_HASH = 'pier.dev/applied-hash';
+
+/** The edge's Ingresses, and no other (a Certificate has the same labels, but is another kind). */
+const EDGE_SELECTOR = `${K8S_LABEL.managedBy}=${MANAGED_BY},${K8S_LABEL.kind}=edge`;
 
 interface CertificateStatus {
   conditions?: { type: string; status: string; reason?: string; message?: string }[];
@@ -33,8 +39,14 @@ interface CertificateStatus {
 export class KubernetesEdge implements EdgePort {
   readonly kind = 'kubernetes' as const;
   private readonly objects: KubernetesObjectApi;
-  /** Each Ingress as last applied by this process: an unchanged one is not sent again. */
+  /**
+   * Each Ingress's hash as last applied (by this process, or by an earlier one: read from
+   * the Ingresses' APPLIED_HASH at the first sync): an unchanged one is not sent again.
+   */
   private readonly applied = new Map<string, string>();
+  /** Each Ingress's route as the last sync saw it: an unchanged route is not even turned into its manifest. */
+  private readonly routes = new Map<string, string>();
+  private appliedRead = false;
   /** The activator's Service and EndpointSlice as last applied, by namespace. */
   private readonly activatorApplied = new Map<string, string>();
   /** The elastic services' hosts, as the last sync routed them to the activator. */
@@ -82,25 +94,54 @@ export class KubernetesEdge implements EdgePort {
     const activatorVpcs = new Set(elastic.map((r) => r.vpcId));
     await this.applyActivator(activatorVpcs, activator);
     this.hosts = activatorTargets(elastic);
+    if (!this.appliedRead) await this.readApplied();
+    // A sync runs after every create, rollout and delete: at 10,000 services, building and
+    // hashing every Ingress each time took most of compute's CPU. Only the routes that
+    // changed since the last sync are built now.
     const seen = new Set<string>();
     for (const r of routes) {
-      const m = ingressManifest(r, this.settings, Boolean(activator && r.activator));
-      const key = `${m.metadata.namespace}/${m.metadata.name}`;
+      const viaActivator = Boolean(activator && r.activator);
+      const key = `${vpcNamespace(r.vpcId)}/${r.serviceName}`;
       seen.add(key);
+      const route = `${viaActivator}:${JSON.stringify(r)}`;
+      if (this.routes.get(key) === route && this.applied.has(key)) continue;
+      const m = ingressManifest(r, this.settings, viaActivator);
       const hash = createHash('sha256').update(JSON.stringify(m)).digest('hex');
-      if (this.applied.get(key) === hash) continue;
-      await this.apply(m);
-      this.applied.set(key, hash);
+      if (this.applied.get(key) !== hash) {
+        await this.apply({ ...m, metadata: { ...m.metadata, annotations: { [APPLIED_HASH]: hash } } });
+        this.applied.set(key, hash);
+      }
+      this.routes.set(key, route);
     }
-    // A service that left the table (deleted, or no longer a web service) loses its Ingress.
+    // A service that left the table (deleted, or no longer a web service, while this process
+    // ran or before it started) loses its Ingress.
     for (const key of [...this.applied.keys()]) {
       if (seen.has(key)) continue;
       const [namespace, name] = key.split('/') as [string, string];
       await this.remove('networking.k8s.io/v1', 'Ingress', namespace, name);
       this.applied.delete(key);
+      this.routes.delete(key);
       this.log.info({ ingress: key }, 'removed the Ingress of a service no longer routed');
     }
     await this.pruneActivator(activatorVpcs);
+  }
+
+  /**
+   * The Ingresses an earlier compute applied, with the hash each was applied with: one paged
+   * list at the first sync, where applying all of them again took a new compute (a restart,
+   * a leader taking over) one request per web service. One without the hash (an older
+   * compute's) is applied again.
+   */
+  private async readApplied(): Promise<void> {
+    let next: string | undefined;
+    do {
+      const page = await kubernetesCall('list Ingress', () =>
+        this.objects.list('networking.k8s.io/v1', 'Ingress', undefined, undefined, undefined, undefined, undefined, EDGE_SELECTOR, 500, next),
+      );
+      for (const i of page.items) this.applied.set(`${i.metadata!.namespace}/${i.metadata!.name}`, i.metadata?.annotations?.[APPLIED_HASH] ?? '');
+      next = page.metadata?._continue || undefined;
+    } while (next);
+    this.appliedRead = true;
   }
 
   /** The activator's Service and EndpointSlice in each namespace of `vpcIds`. */

@@ -1,6 +1,13 @@
 import { ConflictError, keysetPage, mapPage, pgErrorOf, writeEvent, type Knex, type Page, type PageRequest, type PierEvent } from '@pier/kit';
-import type { ClaimOwner, Hostname, HostnamePatch, HostnameStore, NewHostname, RemovedClaim } from '../domain/hostnames/hostname-store-port.ts';
-import type { Service } from '../domain/records.ts';
+import type {
+  ClaimOwner,
+  Hostname,
+  HostnamePatch,
+  HostnameStore,
+  NewHostname,
+  RemovedClaim,
+  RoutableService,
+} from '../domain/hostnames/hostname-store-port.ts';
 
 type Db = Knex | Knex.Transaction;
 type Query = Knex.QueryBuilder;
@@ -122,8 +129,9 @@ export class KnexHostnameStore implements HostnameStore {
     await this.db('domains').where({ id }).delete();
   }
 
-  async routableServices(): Promise<Service[]> {
+  async routableServices(): Promise<RoutableService[]> {
     return this.db('services')
+      .select('id', 'workspace_id', 'vpc_id', 'name', 'port', 'desired_replicas', 'health_check_path')
       .whereNull('deleted_at')
       .where({ provisioned: true, service_type: 'web' })
       .whereNotNull('port')

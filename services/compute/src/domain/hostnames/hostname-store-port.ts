@@ -76,8 +76,8 @@ export interface HostnameStore {
   removeLapsedClaims(now: Date, which: { limit: number } | { serviceId: string; hostname: string }): Promise<RemovedClaim[]>;
   updateHostname(id: string, patch: HostnamePatch): Promise<Hostname>;
   deleteHostname(id: string): Promise<void>;
-  /** Services the edge routes: live web services with a port (not being deleted). */
-  routableServices(): Promise<Service[]>;
+  /** Services the edge routes: live web services with a port (not being deleted), with what a route reads of them. */
+  routableServices(): Promise<RoutableService[]>;
   /** Every domain the edge routes, across services (the routing table). */
   routedHostnames(): Promise<Hostname[]>;
   /** Routed domains whose certificate expires before `before`, or that wait for one (kubernetes). */
@@ -85,3 +85,6 @@ export interface HostnameStore {
   /** Removes the domains of a deleted service; returns them (their certificates go too). */
   deleteServiceHostnames(serviceId: string): Promise<Hostname[]>;
 }
+
+/** What the routing table reads of a service: read for every web service at every sync, so no more. */
+export type RoutableService = Pick<Service, 'id' | 'workspace_id' | 'vpc_id' | 'name' | 'port' | 'desired_replicas' | 'health_check_path'>;
