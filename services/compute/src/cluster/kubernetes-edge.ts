@@ -44,7 +44,7 @@ export class KubernetesEdge implements EdgePort {
    * the Ingresses' APPLIED_HASH at the first sync): an unchanged one is not sent again.
    */
   private readonly applied = new Map<string, string>();
-  /** Each Ingress's route as the last sync saw it: an unchanged route is not even turned into its manifest. */
+  /** Each Ingress's route as the last sync saw it: an unchanged route is not even turned into its manifest; one that leaves the table loses its Ingress. */
   private readonly routes = new Map<string, string>();
   private appliedRead = false;
   /** The activator's Service and EndpointSlice as last applied, by namespace. */
@@ -113,9 +113,11 @@ export class KubernetesEdge implements EdgePort {
       }
       this.routes.set(key, route);
     }
-    // A service that left the table (deleted, or no longer a web service, while this process
-    // ran or before it started) loses its Ingress.
-    for (const key of [...this.applied.keys()]) {
+    // A service that left the table (deleted, or no longer a web service) loses its Ingress.
+    // Only one this process routed: another compute's (a test beside it on one cluster) is
+    // not in this table, and a service deleted while none ran lost its Ingress in its teardown
+    // (the cluster's delete).
+    for (const key of [...this.routes.keys()]) {
       if (seen.has(key)) continue;
       const [namespace, name] = key.split('/') as [string, string];
       await this.remove('networking.k8s.io/v1', 'Ingress', namespace, name);
