@@ -10,7 +10,7 @@ import type { DiskBackupDeps } from './disk-backups/disk-backup-deps.ts';
 import type { ElasticPort } from './elastic/elastic-port.ts';
 import type { MetricsDeps } from './metrics/metrics-deps.ts';
 import type { ComputeStore } from './store-port.ts';
-import type { Deployment, Scope, Service } from './records.ts';
+import type { Deployment, DeploymentHead, Scope, Service } from './records.ts';
 import type { EnvEntry } from './env/env-input.ts';
 import type { KeyedMutex, Logger } from '@pier/kit';
 import type { DeploymentState } from './services/status.ts';
@@ -64,7 +64,7 @@ export function specOf(s: Service, d: Pick<Deployment, 'id' | 'image' | 'config'
   };
 }
 
-export function targetOf(s: Service, d: Deployment | undefined): ObserveTarget {
+export function targetOf(s: Service, d: Pick<Deployment, 'id' | 'config'> | undefined): ObserveTarget {
   const config = d?.config ?? s;
   return {
     serviceId: s.id,
@@ -76,7 +76,7 @@ export function targetOf(s: Service, d: Deployment | undefined): ObserveTarget {
   };
 }
 
-export function deploymentState(d: Deployment | undefined): DeploymentState | null {
+export function deploymentState(d: DeploymentHead | undefined): DeploymentState | null {
   if (!d) return null;
   return { id: d.id, status: d.status, reason: d.reason, applied: d.applied, message: d.message, createdAt: new Date(d.created_at) };
 }

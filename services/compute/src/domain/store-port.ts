@@ -1,7 +1,7 @@
 // What compute's use cases need from its schema. The domain defines it; store/store.ts
 // implements it with knex. A transaction is the same interface bound to one connection.
 import type { Page, PageRequest, PierEvent } from '@pier/kit';
-import type { Deployment, EnvVar, Service } from './records.ts';
+import type { Deployment, DeploymentHead, EnvVar, Service } from './records.ts';
 import type { ServiceConfig } from './services/service-config.ts';
 import type { ServiceStatus } from './services/status.ts';
 import type { EnvEntry } from './env/env-input.ts';
@@ -57,6 +57,8 @@ export interface ComputeStore {
   insertDeployment(row: NewDeployment): Promise<Deployment>;
   findDeployment(serviceId: string, id: string): Promise<Deployment | undefined>;
   deploymentsByIds(ids: string[]): Promise<Map<string, Deployment>>;
+  /** The same, with only what a status refresh reads (status-refresh.ts). */
+  deploymentHeadsByIds(ids: string[]): Promise<Map<string, DeploymentHead>>;
   /** Newest first. */
   listDeployments(serviceId: string, page: PageRequest): Promise<Page<Deployment>>;
   updateDeployment(id: string, patch: Partial<Pick<Deployment, 'status' | 'message' | 'applied' | 'finished_at'>>): Promise<void>;

@@ -1,5 +1,5 @@
 import { insertForKey, isUuid, keysetPage, mapPage, translatePgError, writeEvent, type Knex, type Page, type PageRequest, type PierEvent } from '@pier/kit';
-import type { Deployment, EnvVar, Service } from '../domain/records.ts';
+import type { Deployment, DeploymentHead, EnvVar, Service } from '../domain/records.ts';
 import type { DeploymentStatus, ServiceStatus } from '../domain/services/status.ts';
 import type { EnvEntry } from '../domain/env/env-input.ts';
 import type { ComputeStore, NewDeployment, NewService } from '../domain/store-port.ts';
@@ -155,6 +155,14 @@ export class KnexComputeStore implements ComputeStore {
     if (ids.length === 0) return new Map();
     const rows = await this.db('deployments').whereRaw('id = any(?::uuid[])', [uuidArray(ids)]);
     return new Map(rows.map((r: Record<string, unknown>) => [r.id as string, deploymentRow(r)]));
+  }
+
+  async deploymentHeadsByIds(ids: string[]): Promise<Map<string, DeploymentHead>> {
+    if (ids.length === 0) return new Map();
+    const rows: DeploymentHead[] = await this.db('deployments')
+      .select('id', 'service_id', 'reason', 'status', 'message', 'applied', 'config', 'created_at')
+      .whereRaw('id = any(?::uuid[])', [uuidArray(ids)]);
+    return new Map(rows.map((r) => [r.id, r]));
   }
 
   async listDeployments(serviceId: string, page: PageRequest): Promise<Page<Deployment>> {

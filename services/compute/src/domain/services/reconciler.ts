@@ -24,7 +24,7 @@
 // every VPC, for what a watch cannot show (a settle skipped because its service was busy).
 import { Reconciler, pendingStep, type ReconcileTimes, type SettleEach } from '@pier/kit';
 import type { ComputeContext } from '../context.ts';
-import type { Deployment, Service } from '../records.ts';
+import type { DeploymentHead, Service } from '../records.ts';
 import type { ServiceStatus } from './status.ts';
 import type { Workload } from '../cluster-port.ts';
 import { currentDeploymentIds, refreshStatuses } from './status-refresh.ts';
@@ -89,7 +89,7 @@ async function observe(ctx: ComputeContext, tearingDown: Set<string>, cursors: C
   }
   cursors.refreshed.clear();
   // Their deployments in one read, not one a VPC (after a restart every VPC counts as changed).
-  const deployments = await ctx.store.deploymentsByIds(currentDeploymentIds(rolling));
+  const deployments = await ctx.store.deploymentHeadsByIds(currentDeploymentIds(rolling));
   for (const [vpcId, services] of byVpc(rolling)) {
     await refreshStatuses(ctx, { workspaceId: services[0]!.workspace_id, vpcId }, services, deployments);
     if (changed?.has(vpcId)) cursors.refreshed.add(vpcId);
@@ -135,7 +135,7 @@ async function sweep(ctx: ComputeContext, each: SettleEach, cursors: ChangeCurso
   const toRefresh = byVpc(restingList.filter((s) => !cursors.refreshed.has(s.vpc_id)));
   // The database is read a fixed number of times whatever the number of VPCs: a full sweep
   // of 500 VPCs read their deployments and records VPC by VPC, 1,000 statements.
-  const deployments = await ctx.store.deploymentsByIds(currentDeploymentIds(restingList));
+  const deployments = await ctx.store.deploymentHeadsByIds(currentDeploymentIds(restingList));
   const workloads: Workload[] = [];
   for (const scope of scopes) {
     // A replica that crashed, or came back, with nobody reading the service: its status
@@ -174,7 +174,7 @@ async function sweep(ctx: ComputeContext, each: SettleEach, cursors: ChangeCurso
  * of a non-cron service with replicas wanted. A CronJob has no pod between its runs, and a
  * service scaled to zero (or asleep) none at all.
  */
-function wantsReplicas(s: Service, d: Deployment | undefined): boolean {
+function wantsReplicas(s: Service, d: DeploymentHead | undefined): boolean {
   if (!d?.applied) return false;
   const target = targetOf(s, d);
   return target.serviceType !== 'cron' && target.replicas > 0;

@@ -1,6 +1,6 @@
 // Every read asks the cluster: one batched observation per VPC, then what changed is
 // stored (with its event) and the cluster's truth returned.
-import type { Deployment, Scope, Service } from '../records.ts';
+import type { DeploymentHead, Scope, Service } from '../records.ts';
 import { liveStatus, type LiveStatus } from './status.ts';
 import { events } from '../events.ts';
 import { deploymentState, targetOf, type ComputeContext } from '../context.ts';
@@ -16,11 +16,11 @@ export interface Refreshed {
  * `known`: their current deployments, when the caller read them already (a sweep reads every
  * VPC's at once).
  */
-export async function refreshStatuses(ctx: ComputeContext, scope: Scope, services: Service[], known?: Map<string, Deployment>): Promise<Refreshed> {
+export async function refreshStatuses(ctx: ComputeContext, scope: Scope, services: Service[], known?: Map<string, DeploymentHead>): Promise<Refreshed> {
   // A restore stops the replicas on purpose: its status is the restore's to set (disk-backups/disk-restore.ts).
   const live = services.filter((s) => !s.deleted_at && s.status !== 'deleting' && s.status !== 'restoring');
   if (live.length === 0) return { services, clusterCalls: 0 };
-  const deployments = known ?? (await ctx.store.deploymentsByIds(currentDeploymentIds(live)));
+  const deployments = known ?? (await ctx.store.deploymentHeadsByIds(currentDeploymentIds(live)));
   const { observations, calls } = await ctx.cluster.observeMany(
     scope,
     live.map((s) => targetOf(s, s.current_deployment_id ? deployments.get(s.current_deployment_id) : undefined)),
@@ -32,7 +32,7 @@ export async function refreshStatuses(ctx: ComputeContext, scope: Scope, service
     return obs ? { ...s, ready_replicas: obs.readyReplicas } : s;
   };
   const now = ctx.now();
-  const changes: { service: Service; deployment: Deployment | undefined; next: LiveStatus }[] = [];
+  const changes: { service: Service; deployment: DeploymentHead | undefined; next: LiveStatus }[] = [];
   for (const s of live) {
     const obs = observations.get(s.id);
     if (!obs) continue;
