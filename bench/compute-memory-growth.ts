@@ -23,6 +23,12 @@
  * PIER_BENCH_HEAP_SNAPSHOT=<dir> (a heap snapshot at each point, for
  * `bench/heap-retainers.ts --diff <at 0> <at N>`; writing one grows the process, so the
  * resident figures after the first are not comparable with a run without).
+ * PIER_BENCH_GROWTH_RECONCILE=<passes> (0: off): at N, time compute's reconciler as
+ * bench/scale.ts does (scale-reconcile.ts): the sweep of every VPC and the passes after it, at
+ * a size the test cluster takes 90 minutes to reach (the sweep's reads of the pods come from
+ * the watched copy, so what it costs is compute's own: the database and its judging).
+ * PIER_BENCH_GROWTH_PROFILE=<file.cpuprofile>: with it, a CPU profile of that full sweep.
+ * Then the edge's sync at N (scale-edge.ts): a new compute's first, and those after it.
  * As in bench/scale.ts, compute's log collector is parked (PIER_COMPUTE_LOG_SCAN_MS) and its
  * sweep runs at start-up only.
  */
@@ -40,6 +46,8 @@ import { snapshot } from './cpu.ts';
 import { memoryProbe, probeFigures, type MemoryFigures } from './memory-probe.ts';
 import { FakeKubelet } from './fake-kubelet.ts';
 import { startTlsFront } from './tls-front.ts';
+import { timeComputeReconciler } from './scale-reconcile.ts';
+import { timeEdgeSync } from './scale-edge.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const int = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
@@ -49,6 +57,9 @@ const concurrency = int('PIER_BENCH_GROWTH_CONCURRENCY', 16);
 const settleSeconds = int('PIER_BENCH_GROWTH_SETTLE_SECONDS', 10);
 const nodeFlags = (process.env.PIER_BENCH_GROWTH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 const snapshotDir = process.env.PIER_BENCH_HEAP_SNAPSHOT ?? '';
+const reconcilePasses = int('PIER_BENCH_GROWTH_RECONCILE', 0);
+/** An IngressClass no controller serves: compute's edge writes Ingresses, nothing reads them. */
+const INGRESS_CLASS = 'pier-bench-none';
 
 const mb = (bytes: number) => (bytes / 2 ** 20).toFixed(1).padStart(6);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -93,7 +104,7 @@ try {
       PIER_KUBECONFIG: await fake.writeKubeconfig(tls?.url),
       PIER_COMPUTE_LOG_SCAN_MS: String(86_400_000),
       PIER_COMPUTE_SWEEP_INTERVAL_SECONDS: String(86_400),
-      PIER_EDGE_INGRESS_CLASS: 'pier-bench-none',
+      PIER_EDGE_INGRESS_CLASS: INGRESS_CLASS,
       PIER_MEMORY_SNAPSHOT_DIR: snapshotDir,
     },
     `http://127.0.0.1:${port}/healthz`,
@@ -151,6 +162,23 @@ try {
     await row(target, cpu, (performance.now() - t0) / 1000);
   }
   agent.destroy();
+  if (reconcilePasses > 0) {
+    const t = await timeComputeReconciler(testDb.urls.compute, await fake.writeKubeconfig(tls?.url), reconcilePasses, process.env.PIER_BENCH_GROWTH_PROFILE);
+    const w = t.withSweep;
+    console.log(
+      `reconciler at ${services}: the sweep of every VPC ${w.ms.toFixed(0)} ms (${w.statements} statements, ${w.clusterCalls} cluster calls); passes after it ${t.passes.map((p) => p.ms.toFixed(0)).join(', ')} ms; pod watch synced in ${t.syncMs.toFixed(0)} ms`,
+    );
+    const ingressApplies = () => fake.requests.filter((r) => r.method === 'PATCH' && r.path.includes('/ingresses/')).length;
+    const e = await timeEdgeSync(
+      testDb.urls.compute,
+      await fake.writeKubeconfig(tls?.url),
+      { ingressClass: INGRESS_CLASS, appsDomain: 'pier.localhost' },
+      ingressApplies,
+    );
+    console.log(
+      `edge sync at ${e.routes} routes: a new compute's first ${e.firstMs.toFixed(0)} ms (${e.firstApplies} Ingresses applied), each after it ${e.againMs.map((ms) => ms.toFixed(0)).join(', ')} ms`,
+    );
+  }
 
   // From 0 the first services also pay for what compute loads and warms on first use (code,
   // pools): the second half's growth is the one per service.

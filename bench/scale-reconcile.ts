@@ -6,6 +6,8 @@
 // passes after it sweep too, but (with the pod watch, as compute runs by default) only the
 // VPCs whose pods changed since the sweep before. Each pass is counted in database
 // statements and cluster API requests, to tell per-VPC from per-service cost.
+import { Session } from 'node:inspector/promises';
+import { writeFile } from 'node:fs/promises';
 import { createDb, createLogger, holderId, Leases, ResourceLocks } from '@pier/kit';
 import { KnexComputeStore } from '../services/compute/src/store/store.ts';
 import { KubernetesCluster } from '../services/compute/src/cluster/kubernetes.ts';
@@ -27,7 +29,8 @@ export interface ReconcileTimings {
   passes: PassCost[];
 }
 
-export async function timeComputeReconciler(databaseUrl: string, kubeconfig: string, passes: number): Promise<ReconcileTimings> {
+/** `profile`: a file to write a CPU profile of the pass that sweeps every VPC to (Chrome DevTools' format). */
+export async function timeComputeReconciler(databaseUrl: string, kubeconfig: string, passes: number, profile?: string): Promise<ReconcileTimings> {
   const db = createDb(databaseUrl, 'compute', 4);
   let statements = 0;
   db.on('query', () => statements++);
@@ -56,12 +59,27 @@ export async function timeComputeReconciler(databaseUrl: string, kubeconfig: str
     return { ms: performance.now() - t0, statements: statements - s0, clusterCalls: cluster.calls - c0 };
   };
   try {
-    const withSweep = await measure();
+    const withSweep = profile ? await profiled(profile, measure) : await measure();
     const rest: PassCost[] = [];
     for (let i = 0; i < passes; i++) rest.push(await measure());
     return { syncMs, withSweep, passes: rest };
   } finally {
     await cluster.stop();
     await db.destroy();
+  }
+}
+
+/** Runs `fn` under V8's CPU profiler, and writes the profile to `file`. */
+async function profiled<T>(file: string, fn: () => Promise<T>): Promise<T> {
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  try {
+    return await fn();
+  } finally {
+    const { profile } = await session.post('Profiler.stop');
+    await writeFile(file, JSON.stringify(profile));
+    session.disconnect();
   }
 }

@@ -432,9 +432,16 @@ export class FakeKubernetes {
         send('DELETED', JSON.parse(json));
       }
     };
-    poll();
-    const timer = setInterval(poll, WATCH_POLL_MS);
-    res.on('close', () => clearInterval(timer));
+    // A poll over many objects (a benchmark's 10,000 pods) takes a while: the next one waits
+    // four times as long, so the fake keeps most of its process's time to answer requests.
+    let timer: NodeJS.Timeout | undefined;
+    const loop = () => {
+      const started = performance.now();
+      poll();
+      timer = setTimeout(loop, Math.max(WATCH_POLL_MS, 4 * (performance.now() - started)));
+    };
+    loop();
+    res.on('close', () => clearTimeout(timer));
   }
 
   /** What the API server keeps: the object with its server-set metadata, its status kept across writes. */
