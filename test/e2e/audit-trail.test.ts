@@ -378,6 +378,12 @@ describe('the audit trail of every write', () => {
     });
     // The newest completed backup anchors point-in-time recovery: a newer one lets the first go.
     await completed((await owner.post(`${d}/backups`)).body.name);
+    // Nor may a backup go while a database is restored from this one's backups (the restore
+    // and the fork): under a loaded CI run the fork was still restoring at this point (409).
+    const restoredPath = `${base}/${restored.id}`;
+    const forkPath = `/api/v1/workspaces/${p.bootstrap.workspaceId}/vpcs/${other.id}/databases/${fork.id}`;
+    await running(restoredPath);
+    await running(forkPath);
     await audited({
       op: `DELETE ${DB}/backups/{backupName}`,
       types: ['database.backup_deleted'],
@@ -385,10 +391,9 @@ describe('the audit trail of every write', () => {
       resource: on,
     });
     for (const [path, id] of [
-      [`${base}/${restored.id}`, restored.id],
-      [`/api/v1/workspaces/${p.bootstrap.workspaceId}/vpcs/${other.id}/databases/${fork.id}`, fork.id],
+      [restoredPath, restored.id],
+      [forkPath, fork.id],
     ] as const) {
-      await running(path);
       await audited({ op: `DELETE ${DB}`, types: ['database.deleted'], call: () => owner.delete(path), resource: () => id });
     }
     // The statement itself is never in the log.
