@@ -1,7 +1,7 @@
 import { KubernetesObjectApi, Watch, type KubeConfig, type V1ContainerStatus, type V1Pod } from '@kubernetes/client-node';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from './logger.ts';
-import { kubernetesApiConfiguration } from './kubernetes.ts';
+import { kubernetesApiConfiguration, listPages } from './kubernetes.ts';
 
 // A watch-fed copy of one kind of object across the cluster, under a label selector: what
 // Kubernetes controllers call an informer. Reads of a namespace come from memory instead of
@@ -168,25 +168,9 @@ export class WatchCache<T> {
   /** A new copy from a list, swapped in whole; every namespace it touches counts as changed. */
   private async relist(): Promise<void> {
     const fresh = new Map<string, Map<string, T>>();
-    let continueToken: string | undefined;
-    let resourceVersion: string | undefined;
-    do {
-      const page = await this.objects.list(
-        this.options.apiVersion,
-        this.options.kind,
-        undefined,
-        undefined,
-        undefined,
-        undefined,
-        undefined,
-        this.options.labelSelector,
-        this.options.pageSize ?? 500,
-        continueToken,
-      );
-      for (const item of page.items) put(fresh, item as unknown as RawObject, this.options.slim);
-      continueToken = page.metadata?._continue || undefined;
-      resourceVersion = page.metadata?.resourceVersion;
-    } while (continueToken);
+    const resourceVersion = await listPages(this.objects, this.options, (items) => {
+      for (const item of items) put(fresh, item as unknown as RawObject, this.options.slim);
+    });
     for (const namespace of new Set([...this.byNamespace.keys(), ...fresh.keys()])) this.changed(namespace);
     this.byNamespace = fresh;
     this.resourceVersion = resourceVersion ?? '0';

@@ -2,6 +2,8 @@ import http from 'node:http';
 import https from 'node:https';
 import {
   KubeConfig,
+  type KubernetesObject,
+  type KubernetesObjectApi,
   ServerConfiguration,
   createConfiguration,
   type Configuration,
@@ -93,4 +95,36 @@ export function exitCodeOf(status: V1Status): number | null {
  */
 export function kubeletCatchingUp(message: string | undefined): boolean {
   return /failed to sync (secret|configmap) cache/i.test(message ?? '');
+}
+
+/**
+ * Every object of a kind across the cluster under a label selector, a page at a time (the
+ * API server's default list has no limit): `each` sees one page, so a caller that keeps a
+ * projection never holds every whole object at once. Resolves the list's resourceVersion.
+ */
+export async function listPages(
+  objects: KubernetesObjectApi,
+  what: { apiVersion: string; kind: string; labelSelector: string; pageSize?: number },
+  each: (items: KubernetesObject[]) => void,
+): Promise<string | undefined> {
+  let next: string | undefined;
+  let resourceVersion: string | undefined;
+  do {
+    const page = await objects.list(
+      what.apiVersion,
+      what.kind,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      what.labelSelector,
+      what.pageSize ?? 500,
+      next,
+    );
+    each(page.items);
+    next = page.metadata?._continue || undefined;
+    resourceVersion = page.metadata?.resourceVersion;
+  } while (next);
+  return resourceVersion;
 }

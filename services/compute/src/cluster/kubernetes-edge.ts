@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { type KubeConfig, KubernetesObjectApi, PatchStrategy, type KubernetesObject } from '@kubernetes/client-node';
 import { isKubernetesNotFound, vpcNamespace, type Logger } from '@pier/kit';
-import { kubernetesApiConfiguration } from '@pier/kit/kubernetes';
+import { kubernetesApiConfiguration, listPages } from '@pier/kit/kubernetes';
 import type { EdgeEntry, EdgePort, EdgeRoute, TlsOutcome } from '../domain/edge/edge-port.ts';
 import { activatorTargets, type ActivatorTarget } from '../edge/activator.ts';
 import {
@@ -135,14 +135,11 @@ export class KubernetesEdge implements EdgePort {
    * compute's) is applied again.
    */
   private async readApplied(): Promise<void> {
-    let next: string | undefined;
-    do {
-      const page = await kubernetesCall('list Ingress', () =>
-        this.objects.list('networking.k8s.io/v1', 'Ingress', undefined, undefined, undefined, undefined, undefined, EDGE_SELECTOR, 500, next),
-      );
-      for (const i of page.items) this.applied.set(`${i.metadata!.namespace}/${i.metadata!.name}`, i.metadata?.annotations?.[APPLIED_HASH] ?? '');
-      next = page.metadata?._continue || undefined;
-    } while (next);
+    await kubernetesCall('list Ingress', () =>
+      listPages(this.objects, { apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', labelSelector: EDGE_SELECTOR }, (items) => {
+        for (const i of items) this.applied.set(`${i.metadata!.namespace}/${i.metadata!.name}`, i.metadata?.annotations?.[APPLIED_HASH] ?? '');
+      }),
+    );
     this.appliedRead = true;
   }
 
