@@ -24,6 +24,8 @@ export interface BuildContext {
   tar: Readable;
   /** The Dockerfile's path inside the tar. */
   dockerfile: string;
+  /** The Dockerfile's text (the images it builds from are checked before the engine sees them). */
+  dockerfileText: string;
 }
 
 function within(root: string, inside: string): boolean {
@@ -102,5 +104,5 @@ export async function packContext(sourceRoot: string, contextDir: string, docker
   })().catch((err: unknown) => pack.destroy(err as Error));
 
   // A Node stream for the Engine API client (tar-stream's are streamx streams).
-  return { tar: Readable.from(pack), dockerfile: inContext ?? OUTSIDE_DOCKERFILE };
+  return { tar: Readable.from(pack), dockerfile: inContext ?? OUTSIDE_DOCKERFILE, dockerfileText: await readFile(dockerfile, 'utf8') };
 }

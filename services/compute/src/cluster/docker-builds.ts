@@ -6,7 +6,9 @@
 // inter-container traffic off, never a VPC's; the host firewall (docker-egress-firewall.ts)
 // keeps them off the host and off link-local addresses, as it does VPC containers. The
 // build API takes no capabilities or security options for the step containers (the engine
-// refuses `securityopt` on Linux): they run with Docker's default capabilities.
+// refuses `securityopt` on Linux): they run with Docker's default capabilities. The images
+// a Dockerfile starts from are checked before the engine resolves them (dockerfile-images.ts,
+// docker-image-access.ts): it would take another team's build, or any image by its ID prefix.
 //
 // Cancel is the abort of the build request: the engine then kills and removes the step's
 // container itself, in its own time; discard() removes it at once, then the tag and the
@@ -18,7 +20,9 @@ import { UnavailableError, crashPoint, dockerStatusOf, isDockerNotFound, type Lo
 import { WorkloadRejectedError } from '../domain/cluster-port.ts';
 import { BuildFailedError, type BuilderPort, type BuildIo, type BuildRequest, type BuildTarget } from '../domain/builds/builder-port.ts';
 import { DockerEngine, dockerOptions } from './docker-engine.ts';
-import { packContext } from './build-context.ts';
+import { packContext, type BuildContext } from './build-context.ts';
+import { dockerfileImages } from './dockerfile-images.ts';
+import { mayBuildFrom } from './docker-image-access.ts';
 import { fetchRepository } from './git-source.ts';
 import { LABEL } from './docker-labels.ts';
 import { BUILD_BRIDGE, BUILD_NETWORK, EgressFirewall } from './docker-egress-firewall.ts';
@@ -124,6 +128,7 @@ export class DockerBuilder implements BuilderPort {
     }
     try {
       const context = await packContext(sourceRoot, req.contextDir, req.dockerfilePath);
+      await this.checkBaseImages(context, req.workspaceId);
       await this.firewall?.ensure();
       await this.ensureNetwork();
       const made: Made = { containers: [], layers: [] };
@@ -154,7 +159,20 @@ export class DockerBuilder implements BuilderPort {
     }
   }
 
-  private async start(req: BuildRequest, context: Awaited<ReturnType<typeof packContext>>, io: BuildIo): Promise<NodeJS.ReadableStream> {
+  /** Refuses a Dockerfile that starts from an image the workspace may not use; the context is not read then. */
+  private async checkBaseImages(context: BuildContext, workspaceId: string): Promise<void> {
+    try {
+      for (const image of dockerfileImages(context.dockerfileText)) {
+        if (!(await mayBuildFrom(this.engine, image, workspaceId)))
+          throw new BuildFailedError(`Dockerfile: image ${image} is not available in the cluster (no such image)`);
+      }
+    } catch (err) {
+      context.tar.destroy();
+      throw err;
+    }
+  }
+
+  private async start(req: BuildRequest, context: BuildContext, io: BuildIo): Promise<NodeJS.ReadableStream> {
     const memory = this.opts.memoryMiB * 1024 * 1024;
     try {
       return await this.engine.call('build', () =>

@@ -17,6 +17,7 @@ import { groupWorkloads, judge, MIN_READY_MS, type ReplicaUnit } from './replica
 import { HealthProber } from './docker-health.ts';
 import { uptimeMs } from './docker-uptime.ts';
 import { DockerEngine } from './docker-engine.ts';
+import { imageForWorkspace } from './docker-image-access.ts';
 import { ReplicaCpu } from './docker-cpu.ts';
 import type { ClusterCallObserver } from './call-metrics.ts';
 import { CronScheduler, type OwnedServices } from './docker-cron.ts';
@@ -324,7 +325,7 @@ export class DockerCluster implements ClusterPort {
     const limits = dockerLimits(spec.resources, await this.hostCpus());
     const network = vpcNetwork(spec.vpcId);
     return {
-      Image: spec.image,
+      Image: await imageForWorkspace(this.engine, spec.image, spec.workspaceId),
       ...(c.command ? { Entrypoint: c.command } : {}),
       ...(c.args && c.args.length ? { Cmd: c.args } : {}),
       Env: env,
