@@ -44,8 +44,13 @@ export class KubernetesEdge implements EdgePort {
    * the Ingresses' APPLIED_HASH at the first sync): an unchanged one is not sent again.
    */
   private readonly applied = new Map<string, string>();
-  /** Each Ingress's route as the last sync saw it: an unchanged route is not even turned into its manifest; one that leaves the table loses its Ingress. */
-  private readonly routes = new Map<string, string>();
+  /**
+   * Each service's route as the last sync saw it, by service id, with its Ingress's key and
+   * the sync that last saw it: an unchanged route is not even turned into its manifest; one
+   * that leaves the table loses its Ingress.
+   */
+  private readonly routes = new Map<string, { route: EdgeRoute; viaActivator: boolean; key: string; seen: number }>();
+  private syncs = 0;
   private appliedRead = false;
   /** The activator's Service and EndpointSlice as last applied, by namespace. */
   private readonly activatorApplied = new Map<string, string>();
@@ -97,35 +102,43 @@ export class KubernetesEdge implements EdgePort {
     if (!this.appliedRead) await this.readApplied();
     // A sync runs after every create, rollout and delete: at 10,000 services, building and
     // hashing every Ingress each time took most of compute's CPU. Only the routes that
-    // changed since the last sync are built now.
-    const seen = new Set<string>();
+    // changed since the last sync are built now, and telling an unchanged one allocates
+    // nothing (a string per route per sync was most of compute's allocations while creating).
+    const sync = ++this.syncs;
     for (const r of routes) {
       const viaActivator = Boolean(activator && r.activator);
+      const kept = this.routes.get(r.serviceId);
+      if (kept && kept.viaActivator === viaActivator && sameRoute(kept.route, r) && this.applied.has(kept.key)) {
+        kept.seen = sync;
+        continue;
+      }
       const key = `${vpcNamespace(r.vpcId)}/${r.serviceName}`;
-      seen.add(key);
-      const route = `${viaActivator}:${JSON.stringify(r)}`;
-      if (this.routes.get(key) === route && this.applied.has(key)) continue;
+      if (kept && kept.key !== key) await this.removeIngress(kept.key);
       const m = ingressManifest(r, this.settings, viaActivator);
       const hash = createHash('sha256').update(JSON.stringify(m)).digest('hex');
       if (this.applied.get(key) !== hash) {
         await this.apply({ ...m, metadata: { ...m.metadata, annotations: { [APPLIED_HASH]: hash } } });
         this.applied.set(key, hash);
       }
-      this.routes.set(key, route);
+      this.routes.set(r.serviceId, { route: r, viaActivator, key, seen: sync });
     }
     // A service that left the table (deleted, or no longer a web service) loses its Ingress.
     // Only one this process routed: another compute's (a test beside it on one cluster) is
     // not in this table, and a service deleted while none ran lost its Ingress in its teardown
     // (the cluster's delete).
-    for (const key of [...this.routes.keys()]) {
-      if (seen.has(key)) continue;
-      const [namespace, name] = key.split('/') as [string, string];
-      await this.remove('networking.k8s.io/v1', 'Ingress', namespace, name);
-      this.applied.delete(key);
-      this.routes.delete(key);
-      this.log.info({ ingress: key }, 'removed the Ingress of a service no longer routed');
+    for (const [serviceId, kept] of this.routes) {
+      if (kept.seen === sync) continue;
+      await this.removeIngress(kept.key);
+      this.routes.delete(serviceId);
     }
     await this.pruneActivator(activatorVpcs);
+  }
+
+  private async removeIngress(key: string): Promise<void> {
+    const [namespace, name] = key.split('/') as [string, string];
+    await this.remove('networking.k8s.io/v1', 'Ingress', namespace, name);
+    this.applied.delete(key);
+    this.log.info({ ingress: key }, 'removed the Ingress of a service no longer routed');
   }
 
   /**
@@ -201,4 +214,24 @@ export function outcomeOf(status: CertificateStatus | undefined, issuer: string)
   if (ready?.status === 'False' && status?.lastFailureTime)
     return { status: 'failed', error: `cert-manager: ${ready.message ?? ready.reason ?? 'issuance failed'}` };
   return { status: 'pending', detail: ready?.message ?? 'cert-manager has not reported on the certificate yet' };
+}
+
+function sameList(x: string[], y: string[]): boolean {
+  if (x.length !== y.length) return false;
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false;
+  return true;
+}
+
+/** Whether two routes of one service make the same Ingress: every field of EdgeRoute, compared without allocating. */
+function sameRoute(a: EdgeRoute, b: EdgeRoute): boolean {
+  return (
+    a.workspaceId === b.workspaceId &&
+    a.vpcId === b.vpcId &&
+    a.serviceName === b.serviceName &&
+    a.port === b.port &&
+    a.serviceHost === b.serviceHost &&
+    sameList(a.customHosts, b.customHosts) &&
+    sameList(a.tlsHosts, b.tlsHosts) &&
+    (a.activator === null ? b.activator === null : b.activator !== null && a.activator.healthPath === b.activator.healthPath)
+  );
 }
