@@ -35,14 +35,14 @@ async function postgresMemory(): Promise<string> {
   }
 }
 
-export async function memoryLine(pids: Record<string, number>, services: number, databases: number): Promise<string> {
+export async function memoryLine(pids: Record<string, number>, services: number, databases: number, when = ''): Promise<string> {
   const parts = [];
   for (const [name, pid] of Object.entries(pids)) {
     const mb = await residentMb(pid);
     parts.push(`${name} ${mb ? `${mb.now} MB (peak ${mb.peak})` : 'not readable (no /proc here)'}`);
   }
   parts.push(`postgresql ${await postgresMemory()}`);
-  return `scale: memory at ${services} services (${databases} databases): ${parts.join(', ')}`;
+  return `scale: memory at ${services} services (${databases} databases)${when ? `, ${when}` : ''}: ${parts.join(', ')}`;
 }
 
 const CLUSTER_PROCESSES = ['kube-apiserver', 'etcd', 'kube-controller-manager', 'kube-scheduler', 'kube-proxy', 'coredns'];
