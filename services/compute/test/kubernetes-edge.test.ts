@@ -87,6 +87,17 @@ describe('KubernetesEdge on the fake API', () => {
     expect(fake.invalid).toEqual([]);
   });
 
+  it('keeps the Ingress of a service that took the name of one deleted since the last sync', async () => {
+    // The same name in the same VPC is the same Ingress: the new service's, not the old one's to remove.
+    await edge.sync([route(['www.example.com'])]);
+    const successor = { ...route(['shop.example.com']), serviceId: randomUUID(), serviceHost: 'web-successor.apps.example.com' };
+    await edge.sync([successor]);
+    const ingress = fake.get('networking.k8s.io/v1', 'Ingress', ns, 'web');
+    expect((ingress?.spec as any)?.rules.map((r: any) => r.host)).toEqual(['web-successor.apps.example.com', 'shop.example.com']);
+    await edge.sync([]);
+    expect(fake.get('networking.k8s.io/v1', 'Ingress', ns, 'web')).toBeUndefined();
+  });
+
   it('a compute that starts reads the Ingresses applied before: it sends none again, and removes none it did not route', async () => {
     const gone = { ...route(), serviceId: '6f1c2d3e-0000-4000-8000-000000000003', serviceName: 'gone', serviceHost: 'gone-6f1c2d3e.apps.example.com' };
     await new KubernetesEdge(kubeConfigFrom(kubeconfig), settings, log).sync([route(['www.example.com']), gone]);

@@ -105,6 +105,10 @@ export class KubernetesEdge implements EdgePort {
     // changed since the last sync are built now, and telling an unchanged one allocates
     // nothing (a string per route per sync was most of compute's allocations while creating).
     const sync = ++this.syncs;
+    // Ingresses applied by this sync: a service gone since the last one may have had the
+    // same name (deleted, and another created under it), and its Ingress is now the new one's.
+    const built = new Set<string>();
+    const stale: string[] = [];
     for (const r of routes) {
       const viaActivator = Boolean(activator && r.activator);
       const kept = this.routes.get(r.serviceId);
@@ -113,7 +117,8 @@ export class KubernetesEdge implements EdgePort {
         continue;
       }
       const key = `${vpcNamespace(r.vpcId)}/${r.serviceName}`;
-      if (kept && kept.key !== key) await this.removeIngress(kept.key);
+      if (kept && kept.key !== key) stale.push(kept.key);
+      built.add(key);
       const m = ingressManifest(r, this.settings, viaActivator);
       const hash = createHash('sha256').update(JSON.stringify(m)).digest('hex');
       if (this.applied.get(key) !== hash) {
@@ -128,9 +133,10 @@ export class KubernetesEdge implements EdgePort {
     // (the cluster's delete).
     for (const [serviceId, kept] of this.routes) {
       if (kept.seen === sync) continue;
-      await this.removeIngress(kept.key);
+      stale.push(kept.key);
       this.routes.delete(serviceId);
     }
+    for (const key of stale) if (!built.has(key)) await this.removeIngress(key);
     await this.pruneActivator(activatorVpcs);
   }
 
