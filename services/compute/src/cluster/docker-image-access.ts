@@ -8,6 +8,7 @@
 // the engine does not have: a tenant learns nothing of what is there.
 import type Docker from 'dockerode';
 import { WorkloadRejectedError } from '../domain/cluster-port.ts';
+import { repositoryOf } from '../domain/services/image-reference.ts';
 import type { DockerEngine } from './docker-engine.ts';
 import { LABEL } from './docker-labels.ts';
 
@@ -21,15 +22,14 @@ const HUB = new Set(['docker.io', 'index.docker.io']);
  */
 export function engineName(reference: string): { tag: string } | { digest: string } {
   const [named, digest] = reference.split('@') as [string, string | undefined];
-  const slash = named.lastIndexOf('/');
-  const colon = named.lastIndexOf(':');
-  const name = colon > slash ? named.slice(0, colon) : named;
-  const tag = colon > slash ? named.slice(colon + 1) : 'latest';
+  const name = repositoryOf(named);
+  const tag = named.length > name.length ? named.slice(name.length + 1) : 'latest';
   const parts = name.split('/');
   // The first part is a registry when it looks like a host: a dot, a port or localhost.
   const hasDomain = parts.length > 1 && (/[.:]/.test(parts[0]!) || parts[0] === 'localhost');
-  let path = hasDomain && HUB.has(parts[0]!) ? parts.slice(1) : parts;
-  if ((!hasDomain || HUB.has(parts[0]!)) && path.length === 2 && path[0] === 'library') path = path.slice(1);
+  const onHub = !hasDomain || HUB.has(parts[0]!);
+  let path = hasDomain && onHub ? parts.slice(1) : parts;
+  if (onHub && path.length === 2 && path[0] === 'library') path = path.slice(1);
   const familiar = path.join('/');
   return digest ? { digest: `${familiar}@${digest}` } : { tag: `${familiar}:${tag}` };
 }
